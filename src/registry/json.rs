@@ -116,14 +116,16 @@ fn normalise(
     let input_schema = match raw.parameters {
         None | Some(Value::Null) => serde_json::json!({"type": "object"}),
         Some(v @ Value::Object(_)) => v,
-        Some(other) => return Err(LoadError {
-            location,
-            message: format!(
+        Some(other) => {
+            return Err(LoadError {
+                location,
+                message: format!(
                 "tool `{}`: the parameters / inputSchema must be a JSON Schema object, found {}",
                 raw.name,
                 type_name(&other)
             ),
-        }),
+            })
+        }
     };
     let namespace = raw.namespace.unwrap_or_else(|| namespace.to_string());
     let id = raw

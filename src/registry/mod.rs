@@ -11,6 +11,7 @@ mod docstring;
 mod json;
 mod model;
 mod native;
+mod text;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -21,6 +22,8 @@ pub use docstring::{parse as parse_docstring, DocParts};
 pub use model::{
     Annotations, Boundary, EdgeCase, Example, Source, SourceFormat, ToolDef, HANDLE_SCHEME,
 };
+
+pub use text::{document_text, parameter_texts, split_identifier};
 
 use crate::error::{Error, LoadError, LoadErrors, Location, Result};
 

@@ -1,0 +1,97 @@
+//! Text views of a tool, shared by the index (BM25 fields, dense documents) and
+//! lint (similarity), so that every part of toolrag reads a tool the same way.
+
+use serde_json::Value;
+
+use super::model::ToolDef;
+
+/// Splits an identifier into lowercase words: `snake_case`, `camelCase`,
+/// `HTTPServer`, `dotted.names`, `kebab-case`, `a/b`, and letter/digit changes
+/// (`utf8` → `utf 8`).
+///
+/// ```
+/// assert_eq!(toolrag::registry::split_identifier("getHTTPCode_v2.list"), ["get", "http", "code", "v", "2", "list"]);
+/// ```
+pub fn split_identifier(s: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    for part in s.split(|c: char| !c.is_alphanumeric()) {
+        let chars: Vec<char> = part.chars().collect();
+        let mut start = 0;
+        for i in 1..chars.len() {
+            let (p, c) = (chars[i - 1], chars[i]);
+            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
+            let boundary = (p.is_lowercase() && c.is_uppercase())
+                || (p.is_uppercase() && c.is_uppercase() && next_lower)
+                || (p.is_alphabetic() && c.is_numeric())
+                || (p.is_numeric() && c.is_alphabetic());
+            if boundary {
+                words.push(chars[start..i].iter().collect::<String>().to_lowercase());
+                start = i;
+            }
+        }
+        if start < chars.len() {
+            words.push(chars[start..].iter().collect::<String>().to_lowercase());
+        }
+    }
+    words
+}
+
+/// Parameter names and descriptions, depth-first in schema order through
+/// `properties`, array `items` and nested objects: `(name, description)`.
+pub fn parameter_texts(tool: &ToolDef) -> Vec<(String, String)> {
+    fn walk(schema: &Value, out: &mut Vec<(String, String)>, depth: usize) {
+        if depth > 8 {
+            return;
+        }
+        if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+            for (name, p) in props {
+                let desc = p.get("description").and_then(Value::as_str).unwrap_or("");
+                out.push((name.clone(), desc.to_string()));
+                walk(p, out, depth + 1);
+            }
+        }
+        if let Some(items) = schema.get("items") {
+            walk(items, out, depth + 1);
+        }
+    }
+    let mut out = Vec::new();
+    walk(&tool.input_schema, &mut out, 0);
+    out
+}
+
+/// The text embedded as the tool's main dense vector: name (and its words),
+/// summary, description and parameters. Examples get vectors of their own.
+pub fn document_text(tool: &ToolDef) -> String {
+    let words = split_identifier(&tool.name).join(" ");
+    let mut s = String::with_capacity(256);
+    s.push_str(&tool.name);
+    if words != tool.name {
+        s.push(' ');
+        s.push('(');
+        s.push_str(&words);
+        s.push(')');
+    }
+    s.push_str(": ");
+    s.push_str(&tool.summary);
+    if !tool.description.is_empty() && tool.description != tool.summary {
+        s.push(' ');
+        s.push_str(&tool.description);
+    }
+    let params = parameter_texts(tool);
+    if !params.is_empty() {
+        s.push_str(" Parameters: ");
+        let parts: Vec<String> = params
+            .iter()
+            .map(|(n, d)| {
+                let w = split_identifier(n).join(" ");
+                if d.is_empty() {
+                    w
+                } else {
+                    format!("{w}: {d}")
+                }
+            })
+            .collect();
+        s.push_str(&parts.join("; "));
+    }
+    s
+}
