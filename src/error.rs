@@ -56,6 +56,44 @@ pub enum Error {
     #[error("embedding failed: {0}")]
     Embed(String),
 
+    /// The index on disk was built by another format version or another model.
+    /// It is refused rather than misread.
+    #[error(
+        "incompatible index in {}: it was built with {found}, but this toolrag needs {expected}.\n  \
+         Rebuild it with `toolrag index`.",
+        path.display()
+    )]
+    IncompatibleIndex {
+        /// The index folder.
+        path: PathBuf,
+        /// What the index was built with.
+        found: String,
+        /// What this build of toolrag expects.
+        expected: String,
+    },
+
+    /// No index was found where one was expected.
+    #[error("no index in {}: build one with `toolrag index --out {}`", path.display(), path.display())]
+    NoIndex {
+        /// The folder that holds no index.
+        path: PathBuf,
+    },
+
+    /// Another process is building into the same index folder.
+    #[error(
+        "another `toolrag index` is building into {} (the lock {} is held); wait for it to finish",
+        path.display(),
+        path.join("LOCK").display()
+    )]
+    Locked {
+        /// The index folder.
+        path: PathBuf,
+    },
+
+    /// The index files are damaged or unreadable.
+    #[error("the index is damaged: {0}")]
+    Index(String),
+
     /// A request to the library was invalid (an empty query, a bad option).
     #[error("{0}")]
     InvalidInput(String),

@@ -33,7 +33,9 @@
 
 pub mod embed;
 mod error;
+pub mod index;
 pub mod registry;
+pub mod search;
 
 pub use error::{Error, LoadError, LoadErrors, Location, Result};
 pub use registry::{Registry, ToolDef};

@@ -1,5 +1,7 @@
 //! Command-line parsing (clap derive) and dispatch to one module per subcommand.
 
+mod index;
+mod query;
 mod tools;
 
 use std::path::PathBuf;
@@ -38,6 +40,10 @@ enum Command {
     /// Inspect a tool registry: list its tools or show one, normalised.
     #[command(subcommand)]
     Tools(tools::ToolsCommand),
+    /// Build the index of a registry (BM25 + dense vectors), atomically and incrementally.
+    Index(index::IndexArgs),
+    /// Retrieve the top-k tools for a request (or a batch), as a table, JSON or Khipu candidates.
+    Query(query::QueryArgs),
 }
 
 /// Options shared by every command that reads a registry.
@@ -64,6 +70,112 @@ impl RegistryArgs {
     }
 }
 
+/// Options that choose the embedding model.
+#[derive(Debug, Clone, Args)]
+pub struct ModelArgs {
+    /// The model folder (default: $TOOLRAG_MODEL_DIR, then ./models).
+    #[arg(long, value_name = "DIR")]
+    pub model_dir: Option<PathBuf>,
+}
+
+impl ModelArgs {
+    /// Loads the embedder for building an index. No model at all is not an
+    /// error: the build falls back to lexical-only and says how to get one.
+    pub fn load_for_build(
+        &self,
+    ) -> anyhow::Result<Option<(toolrag::embed::FastEmbedder, toolrag::index::ModelInfo)>> {
+        use toolrag::embed::{EmbedOptions, Embedder, FastEmbedder, ModelDir};
+        let dir = match ModelDir::locate(self.model_dir.as_deref()) {
+            Ok(d) => d,
+            Err(e @ toolrag::Error::ModelNotFound { .. }) => {
+                tracing::warn!("{e}");
+                eprintln!("toolrag: no embedding model found; building a lexical-only index (run scripts/fetch-model for hybrid search)");
+                return Ok(None);
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let opts = EmbedOptions {
+            threads: 1,
+            sessions: threads,
+            ..EmbedOptions::default()
+        };
+        let e = FastEmbedder::load(&dir, &opts)?;
+        let info = toolrag::index::ModelInfo {
+            id: e.model_id().to_string(),
+            dimension: e.dimension(),
+            sha256: e.fingerprint().to_string(),
+        };
+        Ok(Some((e, info)))
+    }
+}
+
+impl ModelArgs {
+    /// Loads the embedder for answering queries, with `sessions` parallel sessions.
+    pub fn load_for_query(&self, sessions: usize) -> anyhow::Result<toolrag::embed::FastEmbedder> {
+        use toolrag::embed::{EmbedOptions, FastEmbedder, ModelDir};
+        let dir = ModelDir::locate(self.model_dir.as_deref())?;
+        let opts = EmbedOptions {
+            threads: 1,
+            sessions: sessions.max(1),
+            ..EmbedOptions::default()
+        };
+        Ok(FastEmbedder::load(&dir, &opts)?)
+    }
+}
+
+/// The parts of `toolrag.toml` that the query side reads. Other tables (such
+/// as `[lint]`) belong to other commands and are ignored here.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+pub struct Config {
+    /// Tools always included in query results.
+    pub pinned: Vec<String>,
+    /// Retrieval tuning.
+    pub search: toolrag::search::SearchConfig,
+}
+
+impl Config {
+    /// Reads `path`, or `./toolrag.toml` when present, or the defaults.
+    pub fn load(path: Option<&std::path::Path>) -> anyhow::Result<Config> {
+        use anyhow::Context;
+        let default = std::path::Path::new("toolrag.toml");
+        let path = match path {
+            Some(p) => p,
+            None if default.is_file() => default,
+            None => return Ok(Config::default()),
+        };
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        #[derive(serde::Deserialize, Default)]
+        #[serde(default)]
+        struct Raw {
+            pinned: Vec<String>,
+            search: Option<RawSearch>,
+        }
+        #[derive(serde::Deserialize, Default)]
+        #[serde(default)]
+        struct RawSearch {
+            pinned: Vec<String>,
+            #[serde(flatten)]
+            rest: toml::Table,
+        }
+        let raw: Raw =
+            toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        let mut cfg = Config {
+            pinned: raw.pinned,
+            ..Config::default()
+        };
+        if let Some(s) = raw.search {
+            cfg.pinned.extend(s.pinned);
+            cfg.search = toml::Value::Table(s.rest)
+                .try_into()
+                .map_err(|e| anyhow::anyhow!("{}: [search]: {e}", path.display()))?;
+        }
+        Ok(cfg)
+    }
+}
+
 /// Output format for listings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ListFormat {
@@ -77,5 +189,7 @@ pub enum ListFormat {
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Tools(cmd) => tools::run(cmd),
+        Command::Index(args) => index::run(args),
+        Command::Query(args) => query::run(args),
     }
 }

@@ -173,6 +173,10 @@ impl Embedder for FastEmbedder {
         self.dimension
     }
 
+    fn fingerprint(&self) -> &str {
+        &self.model_sha256
+    }
+
     fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
         let text = cut_chars(text, MAX_QUERY_CHARS);
         let mut out = self.with_session(|s| {

@@ -23,6 +23,8 @@ pub trait Embedder: Send + Sync {
     fn model_id(&self) -> &str;
     /// The vector dimension.
     fn dimension(&self) -> usize;
+    /// A fingerprint of the exact model weights (the sha256 of the model file).
+    fn fingerprint(&self) -> &str;
     /// Embeds one query.
     fn embed_query(&self, text: &str) -> Result<Vec<f32>>;
     /// Embeds many documents; the output is parallel to the input.

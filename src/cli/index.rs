@@ -1,0 +1,88 @@
+//! `toolrag index`: build the on-disk index of a registry.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use toolrag::index::{BuildOptions, BuildProgress};
+
+use super::{ModelArgs, RegistryArgs};
+
+/// Build (or incrementally rebuild) the index of a tool registry.
+///
+/// The index holds BM25 fields (tantivy) and dense vectors (one per tool and
+/// one per example request) in an HNSW graph. A rebuild embeds only new and
+/// changed texts, and the new index is swapped in atomically: a killed build
+/// leaves the previous index intact.
+///
+/// Examples:
+///   toolrag index                                   # tools/ -> index/
+///   toolrag index ../shared/data/bfcl/tools.jsonl --out /tmp/bfcl-index
+///   toolrag index --lexical-only                    # BM25 only, no model needed
+#[derive(Debug, Args)]
+pub struct IndexArgs {
+    /// Registry files or folders (default: tools/).
+    paths: Vec<PathBuf>,
+    /// The index folder to build into.
+    #[arg(long, short, default_value = "index", value_name = "DIR")]
+    out: PathBuf,
+    /// Build a BM25-only index, without the embedding model.
+    #[arg(long)]
+    lexical_only: bool,
+    /// Print the build report as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    registry: RegistryArgs,
+    #[command(flatten)]
+    model: ModelArgs,
+}
+
+fn progress_bar() -> Option<ProgressBar> {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() || std::env::var_os("CI").is_some() {
+        return None;
+    }
+    let pb = ProgressBar::new(0);
+    pb.set_style(
+        ProgressStyle::with_template(
+            "{spinner} embedding {bar:40} {pos}/{len} texts ({per_sec}, eta {eta})",
+        )
+        .expect("a valid template"),
+    );
+    Some(pb)
+}
+
+pub fn run(args: IndexArgs) -> anyhow::Result<ExitCode> {
+    let registry = args.registry.load(&args.paths)?;
+    let embedder = if args.lexical_only {
+        None
+    } else {
+        args.model.load_for_build()?
+    };
+    let opts = BuildOptions {
+        out: args.out.clone(),
+        boosts: Default::default(),
+    };
+    let pb = progress_bar();
+    let on_progress = |p: BuildProgress| {
+        if let Some(pb) = &pb {
+            match p {
+                BuildProgress::EmbedStart { total } => pb.set_length(total as u64),
+                BuildProgress::Embedded { done } => pb.inc(done as u64),
+                BuildProgress::EmbedDone => pb.finish_and_clear(),
+            }
+        }
+    };
+    let model = embedder
+        .as_ref()
+        .map(|(e, info)| (e as &dyn toolrag::embed::Embedder, info.clone()));
+    let report = toolrag::index::build(&registry, model, &opts, &on_progress)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        eprintln!("{report}");
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,323 @@
+//! Building an index generation, reusing the vectors of unchanged texts.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use rayon::prelude::*;
+use sha2::{Digest, Sha256};
+
+use super::dense::{self, Point, PointKind};
+use super::lexical::{self, FieldBoosts};
+use super::manifest::{Counts, Manifest, ModelInfo, ToolEntry, FORMAT_VERSION};
+use super::{current_generation, publish, remove_stale_staging, BuildLock, STAGING_PREFIX};
+use crate::embed::Embedder;
+use crate::error::{Error, Result};
+use crate::registry::{document_text, Registry, ToolDef};
+
+/// Texts are embedded in chunks of this many, so progress moves and both cores
+/// work (one chunk per session).
+const EMBED_CHUNK: usize = 64;
+
+/// What to build and how.
+#[derive(Debug, Clone)]
+pub struct BuildOptions {
+    /// The index folder (default `index/`).
+    pub out: PathBuf,
+    /// BM25 field boosts.
+    pub boosts: FieldBoosts,
+}
+
+/// Progress, reported to an optional callback.
+#[derive(Debug, Clone, Copy)]
+pub enum BuildProgress {
+    /// `total` texts need embedding; none are done yet.
+    EmbedStart {
+        /// Texts to embed.
+        total: usize,
+    },
+    /// `done` more texts were embedded.
+    Embedded {
+        /// Texts embedded by this step.
+        done: usize,
+    },
+    /// Embedding is over; the rest is writing.
+    EmbedDone,
+}
+
+/// What a build did.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct BuildReport {
+    /// Tools in the new index.
+    pub tools: usize,
+    /// Tools not in the previous index.
+    pub new: usize,
+    /// Tools whose content hash changed.
+    pub changed: usize,
+    /// Tools of the previous index that are gone.
+    pub removed: usize,
+    /// Tools whose content hash did not change.
+    pub reused: usize,
+    /// Texts embedded by this build.
+    pub embedded_texts: usize,
+    /// Texts whose vector came from the previous index.
+    pub reused_texts: usize,
+    /// Whether the index is lexical-only.
+    pub lexical_only: bool,
+    /// Wall time of the whole build, in seconds.
+    pub seconds: f64,
+    /// Wall time spent embedding, in seconds.
+    pub embed_seconds: f64,
+    /// The new generation folder.
+    pub generation: PathBuf,
+}
+
+impl std::fmt::Display for BuildReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "indexed {} tools: {} new, {} changed, {} removed, {} reused in {:.1} s",
+            self.tools, self.new, self.changed, self.removed, self.reused, self.seconds
+        )?;
+        if self.lexical_only {
+            write!(f, " (lexical only)")
+        } else {
+            write!(
+                f,
+                " ({} texts embedded, {} vectors reused)",
+                self.embedded_texts, self.reused_texts
+            )
+        }
+    }
+}
+
+/// The hash of everything about a tool that the index uses (not where it was
+/// defined: moving a tool in its file does not make it "changed").
+pub(crate) fn content_hash(tool: &ToolDef) -> String {
+    let mut t = tool.clone();
+    t.source.location.line = 0;
+    t.source.location.column = 0;
+    t.source.spans.clear();
+    let bytes = serde_json::to_vec(&t).expect("a ToolDef always serialises");
+    hex::encode(&Sha256::digest(&bytes)[..16])
+}
+
+fn text_hash(text: &str) -> [u8; 16] {
+    let d = Sha256::digest(text.as_bytes());
+    let mut h = [0u8; 16];
+    h.copy_from_slice(&d[..16]);
+    h
+}
+
+/// The texts of one tool to embed: its document, then each example request.
+fn tool_texts(tool: &ToolDef) -> Vec<(PointKind, String)> {
+    let mut out = vec![(PointKind::Tool, document_text(tool))];
+    for e in &tool.examples {
+        let r = e.request.trim();
+        if !r.is_empty() {
+            out.push((PointKind::Example, r.to_string()));
+        }
+    }
+    out
+}
+
+/// Vectors of the live generation, by text hash, when it used the same model.
+fn previous_vectors(
+    out: &Path,
+    model: Option<&ModelInfo>,
+) -> (Option<Manifest>, HashMap<[u8; 16], Vec<f32>>) {
+    let Ok(gen) = current_generation(out) else {
+        return (None, HashMap::new());
+    };
+    let Ok(manifest) = Manifest::read(&gen) else {
+        return (None, HashMap::new());
+    };
+    let mut cache = HashMap::new();
+    if let (Some(m), Some(prev)) = (model, &manifest.model) {
+        if m == prev {
+            match dense::read_vectors(&gen.join("vectors.bin")) {
+                Ok((dim, points, vectors)) if dim == m.dimension => {
+                    for (p, v) in points.iter().zip(vectors.chunks_exact(dim)) {
+                        cache.insert(p.text_hash, v.to_vec());
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(target: "index", "not reusing vectors: {e}"),
+            }
+        }
+    }
+    (Some(manifest), cache)
+}
+
+/// Builds an index of `registry` into `opts.out`. With `embedder` `None` the
+/// index is lexical-only. `progress` hears about embedding progress.
+pub fn build(
+    registry: &Registry,
+    embedder: Option<(&dyn Embedder, ModelInfo)>,
+    opts: &BuildOptions,
+    progress: &(dyn Fn(BuildProgress) + Sync),
+) -> Result<BuildReport> {
+    let started = Instant::now();
+    let out = &opts.out;
+    let _lock = BuildLock::acquire(out)?;
+    remove_stale_staging(out);
+    let model = embedder.as_ref().map(|(_, m)| m.clone());
+    let (previous, mut cache) = previous_vectors(out, model.as_ref());
+
+    let tools = registry.tools();
+    let hashes: Vec<String> = tools.par_iter().map(content_hash).collect();
+    let mut report = BuildReport {
+        tools: tools.len(),
+        lexical_only: embedder.is_none(),
+        ..BuildReport::default()
+    };
+    let old: HashMap<&str, &str> = previous
+        .as_ref()
+        .map(|m| {
+            m.tools
+                .iter()
+                .map(|t| (t.id.as_str(), t.hash.as_str()))
+                .collect()
+        })
+        .unwrap_or_default();
+    for (t, h) in tools.iter().zip(&hashes) {
+        match old.get(t.id.as_str()) {
+            None => report.new += 1,
+            Some(o) if *o == h => report.reused += 1,
+            Some(_) => report.changed += 1,
+        }
+    }
+    let current: std::collections::HashSet<&str> = tools.iter().map(|t| t.id.as_str()).collect();
+    report.removed = old.keys().filter(|id| !current.contains(*id)).count();
+
+    let staging = out.join(format!("{STAGING_PREFIX}{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&staging);
+    std::fs::create_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
+
+    let mut counts = Counts {
+        tools: tools.len(),
+        namespaces: registry.namespaces().len(),
+        ..Counts::default()
+    };
+    if let Some((embedder, info)) = &embedder {
+        let texts: Vec<Vec<(PointKind, String)>> = tools.par_iter().map(tool_texts).collect();
+        let mut points = Vec::new();
+        let mut point_texts = Vec::new();
+        for (ord, tt) in texts.into_iter().enumerate() {
+            for (kind, text) in tt {
+                points.push(Point {
+                    tool: ord as u32,
+                    kind,
+                    text_hash: text_hash(&text),
+                });
+                point_texts.push(text);
+            }
+        }
+        // Embed each distinct missing text once.
+        let mut todo: Vec<(usize, [u8; 16])> = Vec::new();
+        let mut queued = std::collections::HashSet::new();
+        for (i, p) in points.iter().enumerate() {
+            if !cache.contains_key(&p.text_hash) && queued.insert(p.text_hash) {
+                todo.push((i, p.text_hash));
+            }
+        }
+        report.embedded_texts = todo.len();
+        report.reused_texts = points.len()
+            - points
+                .iter()
+                .filter(|p| queued.contains(&p.text_hash))
+                .count();
+        progress(BuildProgress::EmbedStart { total: todo.len() });
+        let t_embed = Instant::now();
+        let embedded: Vec<Result<Vec<([u8; 16], Vec<f32>)>>> = todo
+            .par_chunks(EMBED_CHUNK)
+            .map(|chunk| {
+                let batch: Vec<String> =
+                    chunk.iter().map(|(i, _)| point_texts[*i].clone()).collect();
+                let vecs = embedder.embed_documents(&batch)?;
+                progress(BuildProgress::Embedded { done: chunk.len() });
+                Ok(chunk.iter().map(|(_, h)| *h).zip(vecs).collect())
+            })
+            .collect();
+        for chunk in embedded {
+            cache.extend(chunk?);
+        }
+        report.embed_seconds = t_embed.elapsed().as_secs_f64();
+        progress(BuildProgress::EmbedDone);
+
+        let dim = info.dimension;
+        let mut vectors = Vec::with_capacity(points.len() * dim);
+        for p in &points {
+            let v = cache
+                .get(&p.text_hash)
+                .ok_or_else(|| Error::Embed("a text has no vector".into()))?;
+            if v.len() != dim {
+                return Err(Error::Embed(format!(
+                    "the model gave {} dimensions, not {dim}",
+                    v.len()
+                )));
+            }
+            vectors.extend_from_slice(v);
+        }
+        counts.points = points.len();
+        counts.examples = points
+            .iter()
+            .filter(|p| p.kind == PointKind::Example)
+            .count();
+        dense::write_vectors(&staging.join("vectors.bin"), dim, &points, &vectors)?;
+        dense::build_and_dump_hnsw(&staging, dim, &vectors)?;
+    }
+
+    lexical::write(&staging.join("lexical"), tools)?;
+    let tools_path = staging.join("tools.json");
+    let file = std::fs::File::create(&tools_path).map_err(|e| Error::io(&tools_path, e))?;
+    let mut w = std::io::BufWriter::new(file);
+    // Item spans only serve lint; the index keeps the tool's own location.
+    let stored: Vec<ToolDef> = tools
+        .iter()
+        .map(|t| {
+            let mut t = t.clone();
+            t.source.spans.clear();
+            t
+        })
+        .collect();
+    serde_json::to_writer(&mut w, &stored).map_err(|e| Error::Index(e.to_string()))?;
+    let file = w
+        .into_inner()
+        .map_err(|e| Error::io(&tools_path, e.into_error()))?;
+    file.sync_all().map_err(|e| Error::io(&tools_path, e))?;
+
+    let manifest = Manifest {
+        format_version: FORMAT_VERSION,
+        toolrag_version: env!("CARGO_PKG_VERSION").to_string(),
+        model,
+        lexical_only: embedder.is_none(),
+        built_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        boosts: opts.boosts,
+        counts,
+        tools: tools
+            .iter()
+            .zip(hashes)
+            .map(|(t, hash)| ToolEntry {
+                id: t.id.clone(),
+                hash,
+            })
+            .collect(),
+    };
+    // The manifest is written last: a generation without one is incomplete.
+    let manifest_path = staging.join("manifest.json");
+    let bytes = serde_json::to_vec_pretty(&manifest).map_err(|e| Error::Index(e.to_string()))?;
+    std::fs::write(&manifest_path, bytes).map_err(|e| Error::io(&manifest_path, e))?;
+    fail_point("before-publish");
+    report.generation = publish(out, &staging)?;
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+/// Test hook: `TOOLRAG_FAIL_AT=<name>` aborts the process at that point, as a
+/// `kill -9` would, so the killed-build test is deterministic.
+fn fail_point(name: &str) {
+    if std::env::var("TOOLRAG_FAIL_AT").is_ok_and(|v| v == name) {
+        std::process::abort();
+    }
+}

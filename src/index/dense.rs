@@ -1,0 +1,245 @@
+//! The dense side: one vector per tool text and per example request, kept raw
+//! (`vectors.bin`) and in an HNSW graph (hnsw_rs `file_dump`), with a map from
+//! each point to its tool.
+
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::path::Path;
+
+use hnsw_rs::anndists::dist::distances::Distance;
+use hnsw_rs::prelude::{AnnT, FilterT, Hnsw, HnswIo};
+
+use crate::error::{Error, Result};
+
+const MAGIC: &[u8; 8] = b"TRVEC001";
+/// The basename of the HNSW dump files (`dense.hnsw.graph`, `dense.hnsw.data`).
+pub const HNSW_BASENAME: &str = "dense";
+/// Graph degree (links per node and layer).
+const HNSW_M: usize = 16;
+/// Candidate list size while building.
+const HNSW_EF_CONSTRUCTION: usize = 200;
+const HNSW_MAX_LAYER: usize = 16;
+
+/// What a point's vector embeds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum PointKind {
+    /// The tool's document text (name, summary, description, parameters).
+    Tool = 0,
+    /// One example request of the tool.
+    Example = 1,
+}
+
+/// One vector's metadata.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Point {
+    /// The tool's ordinal in the index.
+    pub tool: u32,
+    /// What the vector embeds.
+    pub kind: PointKind,
+    /// A hash of the embedded text, so that a rebuild reuses the vector.
+    pub text_hash: [u8; 16],
+}
+
+/// `1 - dot`: the cosine distance of normalised vectors. Unlike anndists'
+/// `DistDot` it never asserts on rounding (a dot of 1.0000001).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct DotDistance;
+
+impl Distance<f32> for DotDistance {
+    fn eval(&self, a: &[f32], b: &[f32]) -> f32 {
+        (1.0 - crate::embed::dot(a, b)).max(0.0)
+    }
+}
+
+/// Writes the raw vectors and the point map.
+pub(crate) fn write_vectors(
+    path: &Path,
+    dim: usize,
+    points: &[Point],
+    vectors: &[f32],
+) -> Result<()> {
+    let file = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
+    let mut w = BufWriter::new(file);
+    let io = |e| Error::io(path, e);
+    w.write_all(MAGIC).map_err(io)?;
+    w.write_all(&(dim as u32).to_le_bytes()).map_err(io)?;
+    w.write_all(&(points.len() as u32).to_le_bytes())
+        .map_err(io)?;
+    for p in points {
+        w.write_all(&p.tool.to_le_bytes()).map_err(io)?;
+        w.write_all(&[p.kind as u8]).map_err(io)?;
+        w.write_all(&p.text_hash).map_err(io)?;
+    }
+    for x in vectors {
+        w.write_all(&x.to_le_bytes()).map_err(io)?;
+    }
+    let file = w
+        .into_inner()
+        .map_err(|e| Error::io(path, e.into_error()))?;
+    file.sync_all().map_err(io)?;
+    Ok(())
+}
+
+/// Reads what [`write_vectors`] wrote: `(dim, points, flat vectors)`.
+pub(crate) fn read_vectors(path: &Path) -> Result<(usize, Vec<Point>, Vec<f32>)> {
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut r = BufReader::new(file);
+    let bad = |what: &str| Error::Index(format!("{}: {what}", path.display()));
+    let mut magic = [0u8; 8];
+    r.read_exact(&mut magic)
+        .map_err(|_| bad("truncated header"))?;
+    if &magic != MAGIC {
+        return Err(bad("not a toolrag vector file"));
+    }
+    let mut u = [0u8; 4];
+    r.read_exact(&mut u).map_err(|_| bad("truncated header"))?;
+    let dim = u32::from_le_bytes(u) as usize;
+    r.read_exact(&mut u).map_err(|_| bad("truncated header"))?;
+    let n = u32::from_le_bytes(u) as usize;
+    let mut points = Vec::with_capacity(n);
+    let mut rec = [0u8; 21];
+    for _ in 0..n {
+        r.read_exact(&mut rec)
+            .map_err(|_| bad("truncated point table"))?;
+        let kind = match rec[4] {
+            0 => PointKind::Tool,
+            1 => PointKind::Example,
+            _ => return Err(bad("unknown point kind")),
+        };
+        let mut text_hash = [0u8; 16];
+        text_hash.copy_from_slice(&rec[5..21]);
+        points.push(Point {
+            tool: u32::from_le_bytes(rec[..4].try_into().expect("4 bytes")),
+            kind,
+            text_hash,
+        });
+    }
+    let mut raw = Vec::with_capacity(n * dim * 4);
+    r.read_to_end(&mut raw).map_err(|e| Error::io(path, e))?;
+    if raw.len() != n * dim * 4 {
+        return Err(bad("vector data has the wrong length"));
+    }
+    let vectors = raw
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")))
+        .collect();
+    Ok((dim, points, vectors))
+}
+
+/// Builds the HNSW graph over `vectors` (row-major, `dim` wide) and dumps it in `dir`.
+pub(crate) fn build_and_dump_hnsw(dir: &Path, dim: usize, vectors: &[f32]) -> Result<()> {
+    let n = vectors.len() / dim.max(1);
+    if n == 0 {
+        return Ok(());
+    }
+    let hnsw: Hnsw<'_, f32, DotDistance> =
+        Hnsw::new(HNSW_M, n, HNSW_MAX_LAYER, HNSW_EF_CONSTRUCTION, DotDistance);
+    let data: Vec<(&[f32], usize)> = vectors
+        .chunks_exact(dim)
+        .enumerate()
+        .map(|(i, v)| (v, i))
+        .collect();
+    hnsw.parallel_insert_slice(&data);
+    hnsw.file_dump(dir, HNSW_BASENAME)
+        .map_err(|e| Error::Index(format!("cannot write the HNSW graph: {e}")))?;
+    Ok(())
+}
+
+/// The opened dense side of an index.
+pub struct DenseIndex {
+    hnsw: Option<Hnsw<'static, f32, DotDistance>>,
+    points: Vec<Point>,
+    dim: usize,
+}
+
+impl std::fmt::Debug for DenseIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DenseIndex")
+            .field("points", &self.points.len())
+            .field("dim", &self.dim)
+            .finish()
+    }
+}
+
+struct ToolFilter<'a> {
+    points: &'a [Point],
+    keep: &'a dyn Fn(u32) -> bool,
+}
+
+impl FilterT for ToolFilter<'_> {
+    fn hnsw_filter(&self, id: &usize) -> bool {
+        self.points.get(*id).is_some_and(|p| (self.keep)(p.tool))
+    }
+}
+
+impl DenseIndex {
+    /// Opens the dense side stored in `dir`: the point map and the dumped graph.
+    pub fn open(dir: &Path) -> Result<DenseIndex> {
+        let (dim, points, _vectors) = read_vectors(&dir.join("vectors.bin"))?;
+        let hnsw = if points.is_empty() {
+            None
+        } else {
+            // hnsw_rs ties the graph's lifetime to its loader; the loader is a few
+            // bytes (no memory map), so leaking one per opened index is harmless.
+            let io: &'static HnswIo = Box::leak(Box::new(HnswIo::new(dir, HNSW_BASENAME)));
+            let h = io
+                .load_hnsw_with_dist::<f32, DotDistance>(DotDistance)
+                .map_err(|e| {
+                    Error::Index(format!(
+                        "cannot load the HNSW graph in {}: {e}",
+                        dir.display()
+                    ))
+                })?;
+            if h.get_nb_point() != points.len() {
+                return Err(Error::Index(format!(
+                    "the HNSW graph has {} points but vectors.bin has {}",
+                    h.get_nb_point(),
+                    points.len()
+                )));
+            }
+            Some(h)
+        };
+        Ok(DenseIndex { hnsw, points, dim })
+    }
+
+    /// The vector dimension.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// The point table.
+    pub fn points(&self) -> &[Point] {
+        &self.points
+    }
+
+    /// The `limit` nearest points to `query`, as `(point, cosine similarity)`,
+    /// best first, keeping only points whose tool passes `keep`.
+    pub fn search(
+        &self,
+        query: &[f32],
+        limit: usize,
+        keep: Option<&dyn Fn(u32) -> bool>,
+    ) -> Vec<(usize, f32)> {
+        let Some(h) = &self.hnsw else { return vec![] };
+        if limit == 0 || query.len() != self.dim {
+            return vec![];
+        }
+        let ef = (limit * 2).max(128);
+        let found = match keep {
+            None => h.search(query, limit, ef),
+            Some(keep) => {
+                let filter = ToolFilter {
+                    points: &self.points,
+                    keep,
+                };
+                h.search_filter(query, limit, ef, Some(&filter))
+            }
+        };
+        let mut out: Vec<(usize, f32)> = found
+            .into_iter()
+            .map(|n| (n.d_id, 1.0 - n.distance))
+            .collect();
+        out.sort_by(|a, b| b.1.total_cmp(&a.1));
+        out
+    }
+}

@@ -1,0 +1,411 @@
+//! The lexical side: one tantivy document per tool, BM25 over separate fields
+//! with per-field boosts, and a tokenizer that splits identifiers.
+
+use std::path::Path;
+
+use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
+use tantivy::schema::{
+    Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions, STRING,
+};
+use tantivy::tokenizer::{
+    LowerCaser, RemoveLongFilter, Stemmer, TextAnalyzer, Token, TokenStream, Tokenizer,
+};
+use tantivy::{Index, IndexReader, ReloadPolicy, TantivyDocument, Term};
+
+use crate::error::{Error, Result};
+use crate::registry::{parameter_texts, split_identifier, ToolDef};
+
+/// The name the analyzer is registered under.
+const ANALYZER: &str = "toolrag";
+
+/// The most distinct terms a query contributes; longer queries are cut, so a
+/// megabyte of text cannot build a megabyte query.
+pub const MAX_QUERY_TERMS: usize = 64;
+
+/// Per-field BM25 boosts. Chosen by measurement on the dev datasets; see
+/// BENCHMARKS.md.
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize, PartialEq)]
+pub struct FieldBoosts {
+    /// The tool name (split into words) and title.
+    pub name: f32,
+    /// The one-line summary.
+    pub summary: f32,
+    /// The description prose.
+    pub description: f32,
+    /// Parameter names and descriptions.
+    pub params: f32,
+    /// Example requests.
+    pub examples: f32,
+    /// Tags.
+    pub tags: f32,
+    /// The namespace.
+    pub namespace: f32,
+}
+
+impl Default for FieldBoosts {
+    fn default() -> Self {
+        FieldBoosts {
+            name: 2.0,
+            summary: 1.0,
+            description: 1.0,
+            params: 0.5,
+            examples: 1.0,
+            tags: 1.0,
+            namespace: 0.5,
+        }
+    }
+}
+
+/// The fields of the tantivy schema.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Fields {
+    pub ord: Field,
+    pub name: Field,
+    pub summary: Field,
+    pub description: Field,
+    pub params: Field,
+    pub examples: Field,
+    pub tags: Field,
+    pub namespace: Field,
+    pub namespace_raw: Field,
+    pub tag_raw: Field,
+}
+
+fn schema() -> (Schema, Fields) {
+    let mut b = Schema::builder();
+    let text = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer(ANALYZER)
+            .set_index_option(IndexRecordOption::WithFreqs),
+    );
+    let fields = Fields {
+        ord: b.add_u64_field("ord", NumericOptions::default().set_stored().set_fast()),
+        name: b.add_text_field("name", text.clone()),
+        summary: b.add_text_field("summary", text.clone()),
+        description: b.add_text_field("description", text.clone()),
+        params: b.add_text_field("params", text.clone()),
+        examples: b.add_text_field("examples", text.clone()),
+        tags: b.add_text_field("tags", text.clone()),
+        namespace: b.add_text_field("namespace", text),
+        namespace_raw: b.add_text_field("namespace_raw", STRING),
+        tag_raw: b.add_text_field("tag_raw", STRING),
+    };
+    (b.build(), fields)
+}
+
+/// Splits text into words, and words into identifier parts (`snake_case`,
+/// `camelCase`, `dotted.names`, letters and digits), keeping byte offsets.
+#[derive(Clone, Default)]
+pub struct IdentTokenizer {
+    tokens: Vec<Token>,
+}
+
+/// The token stream of [`IdentTokenizer`].
+pub struct IdentTokenStream<'a> {
+    tokens: &'a mut [Token],
+    next: usize,
+}
+
+impl TokenStream for IdentTokenStream<'_> {
+    fn advance(&mut self) -> bool {
+        self.next += 1;
+        self.next <= self.tokens.len()
+    }
+    fn token(&self) -> &Token {
+        &self.tokens[self.next - 1]
+    }
+    fn token_mut(&mut self) -> &mut Token {
+        &mut self.tokens[self.next - 1]
+    }
+}
+
+impl Tokenizer for IdentTokenizer {
+    type TokenStream<'a> = IdentTokenStream<'a>;
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> IdentTokenStream<'a> {
+        self.tokens.clear();
+        let mut position = 0;
+        let mut push = |from: usize, to: usize, tokens: &mut Vec<Token>| {
+            tokens.push(Token {
+                offset_from: from,
+                offset_to: to,
+                position,
+                text: text[from..to].to_string(),
+                position_length: 1,
+            });
+            position += 1;
+        };
+        let chars: Vec<(usize, char)> = text.char_indices().collect();
+        let mut i = 0;
+        while i < chars.len() {
+            if !chars[i].1.is_alphanumeric() {
+                i += 1;
+                continue;
+            }
+            let mut start = i;
+            let mut j = i + 1;
+            while j < chars.len() && chars[j].1.is_alphanumeric() {
+                let (p, c) = (chars[j - 1].1, chars[j].1);
+                let next_lower = chars.get(j + 1).is_some_and(|n| n.1.is_lowercase());
+                let boundary = (p.is_lowercase() && c.is_uppercase())
+                    || (p.is_uppercase() && c.is_uppercase() && next_lower)
+                    || (p.is_alphabetic() && c.is_numeric())
+                    || (p.is_numeric() && c.is_alphabetic());
+                if boundary {
+                    push(chars[start].0, chars[j].0, &mut self.tokens);
+                    start = j;
+                }
+                j += 1;
+            }
+            let end = chars.get(j).map_or(text.len(), |c| c.0);
+            push(chars[start].0, end, &mut self.tokens);
+            i = j;
+        }
+        IdentTokenStream {
+            tokens: &mut self.tokens,
+            next: 0,
+        }
+    }
+}
+
+fn analyzer() -> TextAnalyzer {
+    TextAnalyzer::builder(IdentTokenizer::default())
+        .filter(RemoveLongFilter::limit(48))
+        .filter(LowerCaser)
+        .filter(Stemmer::new(tantivy::tokenizer::Language::English))
+        .build()
+}
+
+fn terr(e: tantivy::TantivyError) -> Error {
+    Error::Index(e.to_string())
+}
+
+/// Writes the lexical index of `tools` into `dir`.
+pub(crate) fn write(dir: &Path, tools: &[ToolDef]) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let (schema, f) = schema();
+    let index = Index::create_in_dir(dir, schema).map_err(terr)?;
+    index.tokenizers().register(ANALYZER, analyzer());
+    let mut writer = index
+        .writer_with_num_threads::<TantivyDocument>(1, 64 * 1024 * 1024)
+        .map_err(terr)?;
+    for (ord, t) in tools.iter().enumerate() {
+        let mut doc = TantivyDocument::default();
+        doc.add_u64(f.ord, ord as u64);
+        let words = split_identifier(&t.name).join(" ");
+        doc.add_text(
+            f.name,
+            format!("{} {}", words, t.title.as_deref().unwrap_or("")),
+        );
+        doc.add_text(f.summary, &t.summary);
+        if t.description != t.summary {
+            doc.add_text(f.description, &t.description);
+        }
+        for (name, desc) in parameter_texts(t) {
+            doc.add_text(f.params, format!("{name} {desc}"));
+        }
+        for e in &t.examples {
+            doc.add_text(f.examples, &e.request);
+        }
+        for tag in &t.tags {
+            doc.add_text(f.tags, tag);
+            doc.add_text(f.tag_raw, tag);
+        }
+        doc.add_text(f.namespace, &t.namespace);
+        doc.add_text(f.namespace_raw, &t.namespace);
+        writer.add_document(doc).map_err(terr)?;
+    }
+    writer.commit().map_err(terr)?;
+    writer.wait_merging_threads().map_err(terr)?;
+    Ok(())
+}
+
+/// An opened lexical index, ready for concurrent queries.
+pub struct LexicalIndex {
+    index: Index,
+    reader: IndexReader,
+    fields: Fields,
+    boosts: FieldBoosts,
+}
+
+impl std::fmt::Debug for LexicalIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LexicalIndex")
+            .field("boosts", &self.boosts)
+            .finish()
+    }
+}
+
+/// Restricts lexical hits to some namespaces and tags.
+#[derive(Debug, Default, Clone)]
+pub struct LexicalFilter<'a> {
+    /// Any of these namespaces (empty: all).
+    pub namespaces: &'a [String],
+    /// Any of these tags (empty: all).
+    pub tags: &'a [String],
+}
+
+impl LexicalIndex {
+    /// Opens the lexical index in `dir`.
+    pub fn open(dir: &Path, boosts: FieldBoosts) -> Result<LexicalIndex> {
+        let index = Index::open_in_dir(dir).map_err(terr)?;
+        index.tokenizers().register(ANALYZER, analyzer());
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()
+            .map_err(terr)?;
+        let (_, fields) = schema();
+        Ok(LexicalIndex {
+            index,
+            reader,
+            fields,
+            boosts,
+        })
+    }
+
+    /// The analysed terms of `text`, distinct, at most [`MAX_QUERY_TERMS`].
+    pub fn analyse(&self, text: &str) -> Vec<String> {
+        let mut a = self
+            .index
+            .tokenizers()
+            .get(ANALYZER)
+            .expect("registered on open");
+        let mut stream = a.token_stream(text);
+        let mut out: Vec<String> = Vec::new();
+        while let Some(tok) = stream.next() {
+            if !out.iter().any(|t| t == &tok.text) {
+                out.push(tok.text.clone());
+                if out.len() == MAX_QUERY_TERMS {
+                    break;
+                }
+            }
+        }
+        out
+    }
+
+    /// The top `limit` tools for `text` by boosted BM25: `(tool ordinal, score)`.
+    /// User text is plain text: no query syntax is interpreted.
+    pub fn search(
+        &self,
+        text: &str,
+        limit: usize,
+        filter: &LexicalFilter<'_>,
+    ) -> Result<Vec<(u32, f32)>> {
+        if limit == 0 {
+            return Ok(vec![]);
+        }
+        let terms = self.analyse(text);
+        if terms.is_empty() {
+            return Ok(vec![]);
+        }
+        let f = &self.fields;
+        let b = &self.boosts;
+        let weighted = [
+            (f.name, b.name),
+            (f.summary, b.summary),
+            (f.description, b.description),
+            (f.params, b.params),
+            (f.examples, b.examples),
+            (f.tags, b.tags),
+            (f.namespace, b.namespace),
+        ];
+        let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for term in &terms {
+            for (field, boost) in weighted {
+                if boost <= 0.0 {
+                    continue;
+                }
+                let q = TermQuery::new(
+                    Term::from_field_text(field, term),
+                    IndexRecordOption::WithFreqs,
+                );
+                should.push((Occur::Should, Box::new(BoostQuery::new(Box::new(q), boost))));
+            }
+        }
+        let text_query: Box<dyn Query> = Box::new(BooleanQuery::new(should));
+        let query: Box<dyn Query> = if filter.namespaces.is_empty() && filter.tags.is_empty() {
+            text_query
+        } else {
+            let mut must: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, text_query)];
+            for (values, field) in [
+                (filter.namespaces, f.namespace_raw),
+                (filter.tags, f.tag_raw),
+            ] {
+                if values.is_empty() {
+                    continue;
+                }
+                let any: Vec<(Occur, Box<dyn Query>)> = values
+                    .iter()
+                    .map(|v| {
+                        let q: Box<dyn Query> = Box::new(TermQuery::new(
+                            Term::from_field_text(field, v),
+                            IndexRecordOption::Basic,
+                        ));
+                        (Occur::Should, q)
+                    })
+                    .collect();
+                must.push((Occur::Must, Box::new(BooleanQuery::new(any))));
+            }
+            Box::new(BooleanQuery::new(must))
+        };
+        let searcher = self.reader.searcher();
+        let top = searcher
+            .search(
+                &query,
+                &tantivy::collector::TopDocs::with_limit(limit).order_by_score(),
+            )
+            .map_err(terr)?;
+        let mut out = Vec::with_capacity(top.len());
+        for (score, addr) in top {
+            let ords = searcher
+                .segment_reader(addr.segment_ord)
+                .fast_fields()
+                .u64("ord")
+                .map_err(terr)?;
+            let ord = ords.first(addr.doc_id).unwrap_or(0);
+            out.push((ord as u32, score));
+        }
+        Ok(out)
+    }
+
+    /// The number of documents.
+    pub fn len(&self) -> u64 {
+        self.reader.searcher().num_docs()
+    }
+
+    /// Whether the index holds no documents.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tokens(text: &str) -> Vec<String> {
+        let mut a = analyzer();
+        let mut s = a.token_stream(text);
+        let mut out = vec![];
+        while let Some(t) = s.next() {
+            out.push(t.text.clone());
+        }
+        out
+    }
+
+    #[test]
+    fn identifiers_are_split_lowercased_and_stemmed() {
+        assert_eq!(
+            tokens("getHTTPCode read_text_files utf8"),
+            ["get", "http", "code", "read", "text", "file", "utf", "8"]
+        );
+        assert_eq!(tokens("math.sum#283188eb"), ["math", "sum", "283188", "eb"]);
+        // No stop-word list: short tool words survive.
+        assert_eq!(tokens("cd to the up dir"), ["cd", "to", "the", "up", "dir"]);
+    }
+
+    #[test]
+    fn non_latin_text_tokenises() {
+        assert_eq!(tokens("Tôi cần xe"), ["tôi", "cần", "xe"]);
+    }
+}

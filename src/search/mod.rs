@@ -1,0 +1,381 @@
+//! The read path: a [`Searcher`] opens an index once, as an immutable snapshot,
+//! and answers concurrent queries with hybrid BM25 + dense retrieval.
+
+mod fusion;
+pub mod khipu;
+mod request;
+
+use std::num::NonZeroUsize;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+pub use fusion::{fuse, Fusion};
+pub use request::{Decision, Hit, Mode, SearchRequest, SearchResult};
+
+use crate::embed::Embedder;
+use crate::error::{Error, Result};
+use crate::index::dense::DenseIndex;
+use crate::index::lexical::{LexicalFilter, LexicalIndex};
+use crate::index::{current_generation, Manifest, ModelInfo};
+use crate::registry::ToolDef;
+
+/// Queries are cut to this many characters before anything else.
+pub const MAX_QUERY_CHARS: usize = 4096;
+
+/// Tuning of retrieval and abstaining.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct SearchConfig {
+    /// How deep each retriever goes before fusion.
+    pub depth: usize,
+    /// How hybrid mode fuses.
+    pub fusion: Fusion,
+    /// ABSTAIN when the best tool's dense cosine is below this (dense/hybrid).
+    pub min_dense: f32,
+    /// ABSTAIN when the best BM25 score per query term is below this (lexical).
+    pub min_lexical: f32,
+}
+
+impl Default for SearchConfig {
+    fn default() -> Self {
+        SearchConfig {
+            depth: 50,
+            fusion: Fusion::default(),
+            min_dense: 0.30,
+            min_lexical: 1.0,
+        }
+    }
+}
+
+/// An opened index: immutable, shareable across threads.
+pub struct Searcher {
+    dir: PathBuf,
+    manifest: Manifest,
+    tools: Vec<ToolDef>,
+    lexical: LexicalIndex,
+    dense: Option<DenseIndex>,
+    embedder: Option<Arc<dyn Embedder>>,
+    cache: Mutex<lru::LruCache<String, Arc<Vec<f32>>>>,
+    config: SearchConfig,
+}
+
+impl std::fmt::Debug for Searcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Searcher")
+            .field("dir", &self.dir)
+            .field("tools", &self.tools.len())
+            .field("dense", &self.dense.is_some())
+            .finish()
+    }
+}
+
+impl Searcher {
+    /// Opens the live generation of the index in `dir`. Pass the embedder to
+    /// enable dense and hybrid modes; it must be the model the index was built
+    /// with, or opening fails with [`Error::IncompatibleIndex`].
+    pub fn open(
+        dir: &Path,
+        embedder: Option<Arc<dyn Embedder>>,
+        config: SearchConfig,
+    ) -> Result<Searcher> {
+        let gen = current_generation(dir)?;
+        let manifest = Manifest::read(&gen)?;
+        if let Some(e) = &embedder {
+            let info = ModelInfo {
+                id: e.model_id().to_string(),
+                dimension: e.dimension(),
+                sha256: e.fingerprint().to_string(),
+            };
+            manifest.check_model(dir, &info)?;
+        }
+        let tools_path = gen.join("tools.json");
+        let bytes = std::fs::read(&tools_path).map_err(|e| Error::io(&tools_path, e))?;
+        let tools: Vec<ToolDef> = serde_json::from_slice(&bytes)
+            .map_err(|e| Error::Index(format!("{}: {e}", tools_path.display())))?;
+        if tools.len() != manifest.counts.tools {
+            return Err(Error::Index(format!(
+                "tools.json has {} tools, the manifest {}",
+                tools.len(),
+                manifest.counts.tools
+            )));
+        }
+        let lexical = LexicalIndex::open(&gen.join("lexical"), manifest.boosts)?;
+        let dense = if manifest.lexical_only || embedder.is_none() {
+            None
+        } else {
+            Some(DenseIndex::open(&gen)?)
+        };
+        Ok(Searcher {
+            dir: gen,
+            manifest,
+            tools,
+            lexical,
+            dense,
+            embedder,
+            cache: Mutex::new(lru::LruCache::new(
+                NonZeroUsize::new(1024).expect("non-zero"),
+            )),
+            config,
+        })
+    }
+
+    /// The generation folder this searcher reads.
+    pub fn generation(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The index manifest.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// All tools, in ordinal order.
+    pub fn tools(&self) -> &[ToolDef] {
+        &self.tools
+    }
+
+    /// Whether dense and hybrid modes are available.
+    pub fn has_dense(&self) -> bool {
+        self.dense.is_some() && self.embedder.is_some()
+    }
+
+    /// The tool with this id or handle.
+    pub fn tool(&self, id: &str) -> Option<&ToolDef> {
+        let id = id
+            .strip_prefix(crate::registry::HANDLE_SCHEME)
+            .unwrap_or(id);
+        self.tools.iter().find(|t| t.id == id)
+    }
+
+    /// The embedding of `query`, from the LRU cache when it was seen before.
+    pub fn embed_query(&self, query: &str) -> Result<Arc<Vec<f32>>> {
+        let e = self
+            .embedder
+            .as_ref()
+            .ok_or_else(|| Error::InvalidInput("dense search needs the embedding model".into()))?;
+        if let Some(v) = self
+            .cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(query)
+        {
+            return Ok(v.clone());
+        }
+        let v = Arc::new(e.embed_query(query)?);
+        self.cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .put(query.to_string(), v.clone());
+        Ok(v)
+    }
+
+    fn keep(&self, req: &SearchRequest) -> impl Fn(u32) -> bool + '_ {
+        let namespaces = req.namespaces.clone();
+        let tags = req.tags.clone();
+        let (read_only, no_destructive) = (req.read_only, req.exclude_destructive);
+        move |ord: u32| {
+            let Some(t) = self.tools.get(ord as usize) else {
+                return false;
+            };
+            (namespaces.is_empty() || namespaces.contains(&t.namespace))
+                && (tags.is_empty() || t.tags.iter().any(|x| tags.contains(x)))
+                && (!read_only || t.annotations.is_read_only())
+                && (!no_destructive || !may_be_destructive(t))
+        }
+    }
+
+    /// Answers one request.
+    pub fn search(&self, req: &SearchRequest) -> Result<SearchResult> {
+        let query = cut_chars(req.query.trim(), MAX_QUERY_CHARS);
+        if query.is_empty() {
+            return Err(Error::InvalidInput("the query is empty".into()));
+        }
+        let mut pins = Vec::new();
+        for p in &req.pin {
+            let id = p.strip_prefix(crate::registry::HANDLE_SCHEME).unwrap_or(p);
+            let ord = self
+                .tools
+                .iter()
+                .position(|t| t.id == id)
+                .ok_or_else(|| Error::InvalidInput(format!("unknown pinned tool `{p}`")))?;
+            if !pins.contains(&(ord as u32)) {
+                pins.push(ord as u32);
+            }
+        }
+        let mode = match req.mode {
+            Mode::Hybrid if !self.has_dense() => Mode::Lexical,
+            Mode::Dense if !self.has_dense() => {
+                return Err(Error::InvalidInput(if self.manifest.lexical_only {
+                    "this index is lexical-only: rebuild it with the model for dense search".into()
+                } else {
+                    "dense search needs the embedding model (see --model-dir)".into()
+                }))
+            }
+            m => m,
+        };
+        let k = req.k.min(self.tools.len());
+        let depth = self.config.depth.max(k);
+        let keep = self.keep(req);
+        let filtered = !(req.namespaces.is_empty()
+            && req.tags.is_empty()
+            && !req.read_only
+            && !req.exclude_destructive);
+
+        let lexical: Vec<(u32, f32)> = if mode == Mode::Dense {
+            vec![]
+        } else {
+            let lf = LexicalFilter {
+                namespaces: &req.namespaces,
+                tags: &req.tags,
+            };
+            let extra = if req.read_only || req.exclude_destructive {
+                4
+            } else {
+                1
+            };
+            let mut l = self.lexical.search(query, depth * extra, &lf)?;
+            if filtered {
+                l.retain(|(o, _)| keep(*o));
+            }
+            l.truncate(depth);
+            l
+        };
+        let dense: Vec<(u32, f32)> = if mode == Mode::Lexical {
+            vec![]
+        } else {
+            let q = self.embed_query(query)?;
+            let d = self.dense.as_ref().expect("has_dense checked");
+            let keep_dyn: &dyn Fn(u32) -> bool = &keep;
+            // Several points per tool (examples): look deeper, keep each tool's best.
+            let points = d.search(&q, depth * 3, if filtered { Some(keep_dyn) } else { None });
+            let mut best: Vec<(u32, f32)> = Vec::with_capacity(depth);
+            for (p, sim) in points {
+                let tool = d.points()[p].tool;
+                if !best.iter().any(|(t, _)| *t == tool) {
+                    best.push((tool, sim));
+                }
+            }
+            best.truncate(depth);
+            best
+        };
+        let ranked: Vec<(u32, f32)> = match mode {
+            Mode::Lexical => lexical.clone(),
+            Mode::Dense => dense.clone(),
+            Mode::Hybrid => fuse(self.config.fusion, &lexical, &dense),
+        };
+        let confidence = self.confidence(mode, query, &lexical, &dense);
+        let hit = |ord: u32, score: f32, pinned: bool| -> Hit {
+            let t = &self.tools[ord as usize];
+            let lr = lexical.iter().position(|(o, _)| *o == ord);
+            let dr = dense.iter().position(|(o, _)| *o == ord);
+            Hit {
+                id: t.id.clone(),
+                score,
+                lexical_rank: lr.map(|r| r as u32 + 1),
+                lexical_score: lr.map(|r| lexical[r].1),
+                dense_rank: dr.map(|r| r as u32 + 1),
+                dense_score: dr.map(|r| dense[r].1),
+                pinned,
+                summary: t.summary.clone(),
+            }
+        };
+        let missing_pins: Vec<u32> = pins
+            .iter()
+            .copied()
+            .filter(|p| !ranked.iter().take(k).any(|(o, _)| o == p))
+            .collect();
+        let room = k.saturating_sub(missing_pins.len());
+        let mut hits: Vec<Hit> = ranked
+            .iter()
+            .take(room)
+            .map(|&(o, s)| hit(o, s, pins.contains(&o)))
+            .collect();
+        hits.extend(missing_pins.iter().map(|&o| hit(o, 0.0, true)));
+
+        let (decision, abstain_reason) = self.decide(mode, confidence, &ranked, &lexical, &dense);
+        Ok(SearchResult {
+            query: req.query.clone(),
+            mode,
+            hits,
+            decision,
+            abstain_reason,
+            confidence,
+        })
+    }
+
+    /// The evidence that the best tool fits: the best dense cosine (dense and
+    /// hybrid), or the best BM25 score per query term (lexical).
+    fn confidence(
+        &self,
+        mode: Mode,
+        query: &str,
+        lexical: &[(u32, f32)],
+        dense: &[(u32, f32)],
+    ) -> f32 {
+        match mode {
+            Mode::Lexical => {
+                let terms = self.lexical.analyse(query).len().max(1) as f32;
+                lexical.first().map_or(0.0, |x| x.1 / terms.sqrt())
+            }
+            _ => dense.first().map_or(0.0, |x| x.1),
+        }
+    }
+
+    fn decide(
+        &self,
+        mode: Mode,
+        confidence: f32,
+        ranked: &[(u32, f32)],
+        lexical: &[(u32, f32)],
+        dense: &[(u32, f32)],
+    ) -> (Decision, Option<String>) {
+        if ranked.is_empty() {
+            return (
+                Decision::Abstain,
+                Some("no tool in the index matches any word of the request".into()),
+            );
+        }
+        let (threshold, what) = match mode {
+            Mode::Lexical => (self.config.min_lexical, "BM25 per query term"),
+            _ => (self.config.min_dense, "cosine"),
+        };
+        if confidence >= threshold {
+            return (Decision::Navigate, None);
+        }
+        let source = if mode == Mode::Lexical {
+            lexical
+        } else {
+            dense
+        };
+        let misses: Vec<String> = source
+            .iter()
+            .take(3)
+            .map(|(o, s)| format!("tool://{} ({s:.2})", self.tools[*o as usize].id))
+            .collect();
+        (
+            Decision::Abstain,
+            Some(format!(
+                "no tool is close enough: best {what} {confidence:.2} is below {threshold:.2}; nearest misses: {}",
+                misses.join(", ")
+            )),
+        )
+    }
+}
+
+/// Whether a tool is, or may be, destructive: per MCP, a tool that is not
+/// read-only is assumed destructive unless it says otherwise.
+pub fn may_be_destructive(t: &ToolDef) -> bool {
+    match (t.annotations.read_only_hint, t.annotations.destructive_hint) {
+        (_, Some(true)) => true,
+        (Some(true), _) => false,
+        (_, Some(false)) => false,
+        _ => true,
+    }
+}
+
+fn cut_chars(text: &str, max: usize) -> &str {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => &text[..i],
+        None => text,
+    }
+}
