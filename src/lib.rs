@@ -34,6 +34,7 @@
 pub mod embed;
 mod error;
 pub mod index;
+pub mod lint;
 pub mod registry;
 pub mod search;
 

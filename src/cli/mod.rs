@@ -1,7 +1,9 @@
 //! Command-line parsing (clap derive) and dispatch to one module per subcommand.
 
 mod index;
+mod lint;
 mod query;
+mod rule;
 mod tools;
 
 use std::path::PathBuf;
@@ -44,6 +46,10 @@ enum Command {
     Index(index::IndexArgs),
     /// Retrieve the top-k tools for a request (or a batch), as a table, JSON or Khipu candidates.
     Query(query::QueryArgs),
+    /// Lint tool docstrings: examples, edge cases, formats, paths, boundaries, poisoning.
+    Lint(lint::LintArgs),
+    /// Explain a lint rule (by code or name), or list every rule.
+    Rule(rule::RuleArgs),
 }
 
 /// Options shared by every command that reads a registry.
@@ -191,5 +197,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tools(cmd) => tools::run(cmd),
         Command::Index(args) => index::run(args),
         Command::Query(args) => query::run(args),
+        Command::Lint(args) => lint::run(args),
+        Command::Rule(args) => rule::run(args),
     }
 }

@@ -1,0 +1,200 @@
+//! `toolrag lint`: review a registry's docstrings and report diagnostics.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use toolrag::embed::{EmbedOptions, FastEmbedder, ModelDir, TokenCounter};
+use toolrag::lint::render::{render, OutputFormat, RenderOptions};
+use toolrag::lint::{self, Level, LintConfig, LintContext, SimilarityKind};
+
+use super::{ModelArgs, RegistryArgs};
+
+/// Lint a registry: review every tool's docstring the way a senior engineer
+/// reviews an API meant for a junior colleague.
+///
+/// Exit status: 0 when there are no errors, 1 when there are errors (or
+/// warnings, with --deny-warnings), 2 when the run fails (a registry file that
+/// does not load, a bad config).
+///
+/// Rule levels, per-path ignores and thresholds come from the [lint] table of
+/// ./toolrag.toml (or --config). `toolrag rule` lists the rules and explains
+/// each one.
+///
+/// Examples:
+///   toolrag lint
+///   toolrag lint tools/ my-server.json --format concise
+///   toolrag lint --format sarif --output toolrag.sarif
+///   toolrag lint ../shared/data/bfcl/tools.jsonl --lexical --statistics
+///   toolrag lint --select relative-path-parameter,hidden-instructions
+#[derive(Debug, Args)]
+pub struct LintArgs {
+    /// Registry files or folders (default: tools/).
+    paths: Vec<PathBuf>,
+    /// Output format: full (source snippets), concise (one line each), json,
+    /// sarif (SARIF 2.1.0 for code scanning) or github (workflow annotations).
+    #[arg(long, value_enum, default_value_t = Format::Full)]
+    format: Format,
+    /// A toolrag.toml whose [lint] table sets levels, ignores and thresholds
+    /// (default: ./toolrag.toml when it exists).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Run only these rules: codes or names, comma-separated.
+    #[arg(long, value_delimiter = ',', value_name = "RULES")]
+    select: Vec<String>,
+    /// Use lexical (TF-IDF) similarity for confusable-tools even when the model
+    /// is present. Much faster on large registries: embedding is skipped.
+    #[arg(long)]
+    lexical: bool,
+    /// Exit 1 when there are warnings, not only errors.
+    #[arg(long)]
+    deny_warnings: bool,
+    /// Print how many diagnostics and tools each rule has, instead of the
+    /// diagnostics.
+    #[arg(long)]
+    statistics: bool,
+    /// Write the report to this file instead of standard output.
+    #[arg(long, short, value_name = "FILE")]
+    output: Option<PathBuf>,
+    #[command(flatten)]
+    model: ModelArgs,
+    #[command(flatten)]
+    registry: RegistryArgs,
+}
+
+/// The output formats, as command-line values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Format {
+    Full,
+    Concise,
+    Json,
+    Sarif,
+    Github,
+}
+
+impl From<Format> for OutputFormat {
+    fn from(f: Format) -> Self {
+        match f {
+            Format::Full => OutputFormat::Full,
+            Format::Concise => OutputFormat::Concise,
+            Format::Json => OutputFormat::Json,
+            Format::Sarif => OutputFormat::Sarif,
+            Format::Github => OutputFormat::Github,
+        }
+    }
+}
+
+fn load_config(args: &LintArgs) -> anyhow::Result<LintConfig> {
+    let default = Path::new(lint::CONFIG_FILE);
+    let mut config = match &args.config {
+        Some(p) => LintConfig::load(p)?,
+        None if default.is_file() => LintConfig::load(default)?,
+        None => LintConfig::default(),
+    };
+    if !args.select.is_empty() {
+        config.select(&args.select)?;
+    }
+    Ok(config)
+}
+
+/// Adds what the model offers: a token counter always, and document
+/// embeddings when confusable-tools runs and --lexical is off. No model is not
+/// an error: the lint says so once and goes on lexically.
+fn with_model(
+    args: &LintArgs,
+    mut cx: LintContext,
+    registry: &toolrag::Registry,
+) -> anyhow::Result<LintContext> {
+    let dir = match ModelDir::locate(args.model.model_dir.as_deref()) {
+        Ok(d) => d,
+        Err(toolrag::Error::ModelNotFound { .. }) => {
+            tracing::warn!(
+                "no embedding model found: confusable-tools uses lexical similarity and \
+                 description tokens are estimated (run scripts/fetch-model for the model)"
+            );
+            return Ok(cx);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    cx = cx.with_token_counter(TokenCounter::load(&dir)?);
+    let confusable = lint::find_rule("confusable-tools").context("the rule table")?;
+    if args.lexical || cx.config.level_of(confusable) == Level::Ignore || registry.len() < 2 {
+        return Ok(cx);
+    }
+    let opts = EmbedOptions {
+        threads: 2,
+        ..EmbedOptions::default()
+    };
+    let embedder = FastEmbedder::load(&dir, &opts)?;
+    tracing::info!(tools = registry.len(), "embedding tool documents");
+    let vectors = lint::similarity::embed_tools(registry, &embedder)?;
+    Ok(cx.with_embeddings(vectors))
+}
+
+fn write_statistics(out: &mut dyn Write, diagnostics: &[lint::Diagnostic]) -> std::io::Result<()> {
+    let stats = lint::statistics(diagnostics);
+    let w = stats.iter().map(|s| s.name.len()).max().unwrap_or(4).max(4);
+    writeln!(
+        out,
+        "{:6} {:w$} {:5} {:>11} {:>6}",
+        "CODE", "NAME", "LEVEL", "DIAGNOSTICS", "TOOLS"
+    )?;
+    for s in &stats {
+        writeln!(
+            out,
+            "{:6} {:w$} {:5} {:>11} {:>6}",
+            s.code, s.name, s.level, s.diagnostics, s.tools
+        )?;
+    }
+    Ok(())
+}
+
+pub fn run(args: LintArgs) -> anyhow::Result<ExitCode> {
+    let config = load_config(&args)?;
+    let registry = args.registry.load(&args.paths)?;
+    let cx = with_model(&args, LintContext::new(config), &registry)?;
+    let started = std::time::Instant::now();
+    let diagnostics = lint::lint(&registry, &cx);
+    tracing::info!(
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        similarity = match cx.similarity_kind(&registry) {
+            SimilarityKind::Dense => "dense",
+            SimilarityKind::Lexical => "lexical",
+        },
+        "lint finished"
+    );
+
+    let (mut out, to_terminal): (Box<dyn Write>, bool) = match &args.output {
+        Some(p) => (
+            Box::new(
+                std::fs::File::create(p)
+                    .with_context(|| format!("cannot write {}", p.display()))?,
+            ),
+            false,
+        ),
+        None => (
+            Box::new(std::io::stdout().lock()),
+            std::io::stdout().is_terminal(),
+        ),
+    };
+    let mut out = std::io::BufWriter::new(&mut out);
+    if args.statistics {
+        write_statistics(&mut out, &diagnostics)?;
+    } else {
+        let opts = RenderOptions {
+            color: to_terminal && std::env::var_os("NO_COLOR").is_none(),
+            tools_checked: registry.len(),
+        };
+        render(args.format.into(), &diagnostics, &opts, &mut out)?;
+    }
+    out.flush()?;
+
+    let (errors, warnings) = lint::count_levels(&diagnostics);
+    Ok(if errors > 0 || (args.deny_warnings && warnings > 0) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

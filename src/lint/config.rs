@@ -1,0 +1,269 @@
+//! The `[lint]` table of `toolrag.toml`: per-rule levels, per-path ignores and
+//! thresholds.
+//!
+//! ```toml
+//! [lint]
+//! "missing-edge-cases" = "warn"     # by name...
+//! TR014 = "error"                   # ...or by code
+//! select = ["TR005", "TR010"]       # optional: run only these rules
+//!
+//! [lint.thresholds]
+//! max-description-tokens = 300
+//!
+//! [[lint.ignore]]
+//! path = "vendor/**"                # a glob on the file path
+//! rules = ["missing-examples"]      # omitted or empty: every rule
+//!
+//! [[lint.ignore]]
+//! tool = "legacy/*"                 # a glob on the tool id
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use globset::{Glob, GlobMatcher};
+use serde::Deserialize;
+
+use super::rule::RuleInfo;
+use super::{rules, Diagnostic, Level};
+use crate::error::{Error, Result};
+
+/// The config file looked for in the current directory.
+pub const CONFIG_FILE: &str = "toolrag.toml";
+
+/// Numbers the rules compare against.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Thresholds {
+    /// `missing-examples`: the fewest examples a tool may have.
+    pub min_examples: usize,
+    /// `missing-edge-cases`: the fewest edge cases (with a behaviour).
+    pub min_edge_cases: usize,
+    /// `vague-description`: the fewest words a description may have.
+    pub min_description_words: usize,
+    /// `oversized-description`: the most tokens a description may have.
+    pub max_description_tokens: usize,
+    /// `confusable-tools`: the dense cosine from which two tools are confusable.
+    pub confusable_dense: f32,
+    /// `confusable-tools`: the TF-IDF cosine from which two tools are confusable.
+    pub confusable_lexical: f32,
+    /// `hidden-instructions`: the shortest base64 run reported as a blob.
+    pub base64_min_length: usize,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            min_examples: 1,
+            min_edge_cases: 1,
+            min_description_words: 6,
+            max_description_tokens: 400,
+            confusable_dense: 0.8,
+            confusable_lexical: 0.5,
+            base64_min_length: 40,
+        }
+    }
+}
+
+/// One per-path (or per-tool) ignore.
+#[derive(Debug, Clone)]
+pub struct IgnoreEntry {
+    /// A glob matched against the diagnostic's file path.
+    pub path: Option<String>,
+    /// A glob matched against the tool id.
+    pub tool: Option<String>,
+    /// The rules (codes or names) to ignore there; empty means all of them.
+    pub rules: Vec<String>,
+    path_matcher: Option<GlobMatcher>,
+    tool_matcher: Option<GlobMatcher>,
+}
+
+impl IgnoreEntry {
+    /// An ignore for diagnostics whose file matches `path` and/or whose tool id
+    /// matches `tool` (globs), for `rules` (all rules when empty).
+    pub fn new(path: Option<&str>, tool: Option<&str>, rules: Vec<String>) -> Result<Self> {
+        if path.is_none() && tool.is_none() {
+            return Err(invalid("an ignore entry needs `path` or `tool`".into()));
+        }
+        let compile = |g: &str| {
+            Glob::new(g)
+                .map(|g| g.compile_matcher())
+                .map_err(|e| invalid(format!("bad glob `{g}`: {e}")))
+        };
+        for r in &rules {
+            known_rule(r)?;
+        }
+        Ok(IgnoreEntry {
+            path_matcher: path.map(compile).transpose()?,
+            tool_matcher: tool.map(compile).transpose()?,
+            path: path.map(str::to_string),
+            tool: tool.map(str::to_string),
+            rules,
+        })
+    }
+
+    fn matches(&self, d: &Diagnostic) -> bool {
+        let rule_ok =
+            self.rules.is_empty() || self.rules.iter().any(|r| r == &d.code || r == &d.name);
+        let path_ok = self.path_matcher.as_ref().is_none_or(|m| {
+            let file = d.location.file.to_string_lossy();
+            m.is_match(file.strip_prefix("./").unwrap_or(&file))
+        });
+        let tool_ok = self
+            .tool_matcher
+            .as_ref()
+            .is_none_or(|m| m.is_match(&d.tool_id));
+        rule_ok && path_ok && tool_ok
+    }
+}
+
+/// The lint configuration: levels, selection, ignores and thresholds.
+#[derive(Debug, Clone, Default)]
+pub struct LintConfig {
+    /// Level overrides, keyed by rule code (normalised from names).
+    pub levels: BTreeMap<&'static str, Level>,
+    /// When set, only these rules (codes) run.
+    pub select: Option<Vec<&'static str>>,
+    /// Per-path and per-tool ignores.
+    pub ignore: Vec<IgnoreEntry>,
+    /// Numbers the rules compare against.
+    pub thresholds: Thresholds,
+}
+
+#[derive(Deserialize)]
+struct RawFile {
+    #[serde(default)]
+    lint: Option<RawLint>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawIgnore {
+    #[serde(default)]
+    path: Option<String>,
+    #[serde(default)]
+    tool: Option<String>,
+    #[serde(default)]
+    rules: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct RawLint {
+    #[serde(default)]
+    select: Option<Vec<String>>,
+    #[serde(default)]
+    ignore: Vec<RawIgnore>,
+    #[serde(default)]
+    thresholds: Thresholds,
+    #[serde(flatten)]
+    levels: BTreeMap<String, Level>,
+}
+
+fn invalid(message: String) -> Error {
+    Error::InvalidInput(message)
+}
+
+fn known_rule(code_or_name: &str) -> Result<&'static RuleInfo> {
+    rules::find_rule(code_or_name).ok_or_else(|| {
+        invalid(format!(
+            "unknown lint rule `{code_or_name}` (`toolrag rule` lists them)"
+        ))
+    })
+}
+
+impl LintConfig {
+    /// Reads the `[lint]` table of a `toolrag.toml`. A file without one gives
+    /// the defaults.
+    pub fn load(path: &Path) -> Result<LintConfig> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        LintConfig::parse(&text)
+            .map_err(|e| invalid(format!("{}: {}", path.display(), e.to_string().trim())))
+    }
+
+    /// Parses the text of a `toolrag.toml`.
+    pub fn parse(text: &str) -> Result<LintConfig> {
+        let raw: RawFile = toml::from_str(text).map_err(|e| invalid(e.to_string()))?;
+        let Some(raw) = raw.lint else {
+            return Ok(LintConfig::default());
+        };
+        let mut config = LintConfig {
+            thresholds: raw.thresholds,
+            ..LintConfig::default()
+        };
+        for (key, level) in raw.levels {
+            config.levels.insert(known_rule(&key)?.code, level);
+        }
+        config.select = raw
+            .select
+            .map(|s| s.iter().map(|r| known_rule(r).map(|i| i.code)).collect())
+            .transpose()?;
+        for i in raw.ignore {
+            config.ignore.push(IgnoreEntry::new(
+                i.path.as_deref(),
+                i.tool.as_deref(),
+                i.rules,
+            )?);
+        }
+        Ok(config)
+    }
+
+    /// Sets the level of one rule, by code or name.
+    pub fn set_level(&mut self, code_or_name: &str, level: Level) -> Result<()> {
+        self.levels.insert(known_rule(code_or_name)?.code, level);
+        Ok(())
+    }
+
+    /// Runs only these rules (codes or names).
+    pub fn select<S: AsRef<str>>(&mut self, rules: &[S]) -> Result<()> {
+        let codes = rules
+            .iter()
+            .map(|r| known_rule(r.as_ref()).map(|i| i.code))
+            .collect::<Result<Vec<_>>>()?;
+        self.select = Some(codes);
+        Ok(())
+    }
+
+    /// The level `rule` runs at: ignored when not selected, otherwise the
+    /// configured level or the rule's default.
+    pub fn level_of(&self, rule: &RuleInfo) -> Level {
+        if let Some(sel) = &self.select {
+            if !sel.contains(&rule.code) {
+                return Level::Ignore;
+            }
+        }
+        self.levels
+            .get(rule.code)
+            .copied()
+            .unwrap_or(rule.default_level)
+    }
+
+    pub(crate) fn is_ignored(&self, d: &Diagnostic) -> bool {
+        self.ignore.iter().any(|i| i.matches(d))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levels_by_name_or_code_and_unknown_rules_are_errors() {
+        let c = LintConfig::parse(
+            "[lint]\n\"missing-edge-cases\" = \"error\"\nTR001 = \"ignore\"\n[lint.thresholds]\nmin-examples = 2\n",
+        )
+        .unwrap();
+        assert_eq!(c.levels.get("TR002"), Some(&Level::Error));
+        assert_eq!(c.levels.get("TR001"), Some(&Level::Ignore));
+        assert_eq!(c.thresholds.min_examples, 2);
+        let e = LintConfig::parse("[lint]\nnope = \"warn\"\n").unwrap_err();
+        assert!(e.to_string().contains("unknown lint rule `nope`"));
+        let e = LintConfig::parse("[lint.thresholds]\nmin-exampels = 2\n").unwrap_err();
+        assert!(e.to_string().contains("min-exampels"), "{e}");
+    }
+
+    #[test]
+    fn a_file_without_lint_table_is_the_default() {
+        let c = LintConfig::parse("[index]\nx = 1\n").unwrap();
+        assert!(c.levels.is_empty() && c.ignore.is_empty());
+    }
+}

@@ -1,0 +1,77 @@
+use crate::lint::rule::{declare_rule, CheckContext, Findings, Rule, RuleInfo};
+use crate::registry::ToolDef;
+
+declare_rule! {
+    /// ## What it does
+    /// Checks that a tool has example requests (at least `min-examples`, default
+    /// 1), and that every example gives the arguments the request should produce.
+    ///
+    /// ## Why is this bad?
+    /// A model learns how to call a tool from examples far more reliably than
+    /// from prose. An example request without arguments shows *when* to call the
+    /// tool but not *how*: the argument format is left to guesswork. Examples are
+    /// also what retrieval matches user requests against.
+    ///
+    /// A tool without parameters needs no arguments in its examples.
+    ///
+    /// ## Example
+    /// ```toml
+    /// name = "read_text_file"
+    /// description = "Reads a text file."
+    ///
+    /// [[examples]]
+    /// request = "show me /etc/hosts"
+    /// ```
+    ///
+    /// Use instead:
+    /// ```toml
+    /// [[examples]]
+    /// request = "show me /etc/hosts"
+    /// arguments = { path = "/etc/hosts" }
+    /// ```
+    ///
+    /// In free-text docstrings: `Examples:` then `- "show me /etc/hosts" -> {"path": "/etc/hosts"}`.
+    pub(crate) struct MissingExamples {
+        code: "TR001",
+        name: "missing-examples",
+        level: Warn,
+        summary: "The tool has no example request, or an example has no arguments.",
+    }
+}
+
+impl Rule for MissingExamples {
+    fn info(&self) -> &'static RuleInfo {
+        &Self::INFO
+    }
+
+    fn check_tool<'t>(&self, tool: &'t ToolDef, cx: &CheckContext<'t>, out: &mut Findings<'t>) {
+        let min = cx.thresholds.min_examples;
+        let n = tool.examples.len();
+        if n < min {
+            let msg = if n == 0 {
+                format!("`{}` has no example requests", tool.name)
+            } else {
+                format!(
+                    "`{}` has {n} example(s); at least {min} are required",
+                    tool.name
+                )
+            };
+            let pointer = if n == 0 { "/description" } else { "/examples" };
+            out.push(tool, pointer, msg);
+        }
+        let has_params = tool.properties().next().is_some();
+        for (i, ex) in tool.examples.iter().enumerate() {
+            if has_params && ex.arguments.is_none() {
+                out.push(
+                    tool,
+                    format!("/examples/{i}"),
+                    format!(
+                        "example {} (\"{}\") has no arguments",
+                        i + 1,
+                        crate::lint::text::clip(&ex.request, 60)
+                    ),
+                );
+            }
+        }
+    }
+}
