@@ -278,5 +278,8 @@ pub(crate) fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
         .should_validate_formats(true)
         .with_format("absolute-path", |s: &str| s.starts_with('/'))
         .build(schema)
-        .map_err(|e| e.to_string())
+        .map_err(|e| match e.instance_path().as_str() {
+            "" => e.to_string(),
+            at => format!("{e} (at `{at}`)"),
+        })
 }

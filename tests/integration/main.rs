@@ -3,4 +3,6 @@
 mod cli_tools;
 mod common;
 mod embed;
+mod lint;
+mod lint_cli;
 mod registry;

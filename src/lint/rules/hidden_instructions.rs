@@ -78,7 +78,7 @@ static PATTERNS: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
         (
             "asks the model for secrets",
             re(
-                r"(?i)\b(read|send|include|pass|attach|upload|cat|copy|print|reveal|repeat|output)\b[^.\n]{0,60}?(~/\.ssh|\bid_rsa\b|\bid_ed25519\b|\.aws/credentials|\bmcp\.json\b|/etc/shadow|\.netrc\b|private[\s_-]key|system\s+prompt|hidden\s+instructions)",
+                r"(?i)\b(read|send|include|pass|attach|upload|cat|copy|print|reveal|repeat|output)\b[^\n]{0,60}?(~/\.ssh|\bid_rsa\b|\bid_ed25519\b|\.aws/credentials|\bmcp\.json\b|/etc/shadow|\.netrc\b|private[\s_-]key|system\s+prompt|hidden\s+instructions)",
             ),
         ),
         (
@@ -217,7 +217,8 @@ impl Rule for HiddenInstructions {
         let mut seen = HashSet::new();
         for (pointer, text) in texts(tool) {
             for (what, evidence) in scan(text, cx.thresholds.base64_min_length) {
-                if seen.insert((what, evidence.clone())) {
+                // One finding per piece of evidence, under its first name.
+                if seen.insert(evidence.clone()) {
                     out.push(tool, pointer.clone(), format!("{what}: {evidence:?}"));
                 }
             }

@@ -59,12 +59,13 @@ impl Rule for MissingEdgeCases {
                 complete += 1;
             }
         }
-        if complete < min {
+        // Cases without a behaviour were reported one by one above.
+        if complete < min && complete == tool.edge_cases.len() {
             let msg = if tool.edge_cases.is_empty() {
                 format!("`{}` documents no edge cases", tool.name)
             } else {
                 format!(
-                    "`{}` documents {complete} edge case(s) with a behaviour; at least {min} are required",
+                    "`{}` documents {complete} edge case(s); at least {min} are required",
                     tool.name
                 )
             };

@@ -58,15 +58,15 @@ impl Rule for RelativePathParameter {
             };
             if !schema::is_absolute_only(strings) {
                 let what = if std::ptr::eq(strings, p.schema) {
-                    ""
+                    "it"
                 } else {
-                    "items of "
+                    "its items"
                 };
                 out.push(
                     tool,
                     p.pointer.clone(),
                     format!(
-                        "path parameter `{}` accepts relative paths; constrain the {what}schema with format = \"absolute-path\" or pattern = \"^/\"",
+                        "path parameter `{}` accepts relative paths; constrain {what} with format = \"absolute-path\" or pattern = \"^/\"",
                         p.name
                     ),
                 );
