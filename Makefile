@@ -21,6 +21,11 @@ demo: models build
 test: models
 	$(CARGO) test --all-targets
 	$(CARGO) test --doc
+	$(CARGO) run --quiet --bin toolrag -- lint tools/ --deny-warnings
+
+## Lint the shipped registry: zero errors and zero warnings, or it fails.
+lint-tools:
+	$(CARGO) run --quiet --bin toolrag -- lint tools/ --deny-warnings
 
 fmt:
 	$(CARGO) fmt --all

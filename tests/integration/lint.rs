@@ -311,3 +311,10 @@ tool = "mcp_filesystem/delete_*"
         .all(|d| d.level == lint::Level::Warn));
     assert!(found.iter().any(|d| d.name == "relative-path-parameter"));
 }
+
+#[test]
+fn the_example_config_is_valid() {
+    let c = LintConfig::load(std::path::Path::new("examples/toolrag.toml")).unwrap();
+    assert_eq!(c.thresholds.min_examples, 2);
+    assert_eq!(c.ignore.len(), 2);
+}
