@@ -73,11 +73,14 @@ impl<'t> Findings<'t> {
     }
 }
 
-/// A lint rule. Checks never fail; they only add findings.
-pub(crate) trait Rule: Sync {
+/// What `declare_rule!` implements for every rule.
+pub(crate) trait Described {
     /// The rule's code, name, level and documentation.
     fn info(&self) -> &'static RuleInfo;
+}
 
+/// A lint rule. Checks never fail; they only add findings.
+pub(crate) trait Rule: Described + Sync {
     /// Checks one tool. Runs in parallel over the tools.
     fn check_tool<'t>(&self, _tool: &'t ToolDef, _cx: &CheckContext<'t>, _out: &mut Findings<'t>) {}
 
@@ -109,6 +112,12 @@ macro_rules! declare_rule {
                 summary: $summary,
                 doc: concat!($($doc, "\n"),*),
             };
+        }
+
+        impl $crate::lint::rule::Described for $ty {
+            fn info(&self) -> &'static $crate::lint::RuleInfo {
+                &Self::INFO
+            }
         }
     };
 }

@@ -238,6 +238,11 @@ pub(crate) fn is_path_property(p: &Property<'_>) -> bool {
         || PATH_DESCRIPTION.is_match(desc)
 }
 
+/// The properties that hold filesystem paths (see [`is_path_property`]).
+pub(crate) fn path_properties(tool: &ToolDef) -> impl Iterator<Item = Property<'_>> {
+    properties(tool).into_iter().filter(is_path_property)
+}
+
 /// Whether a string schema only accepts absolute paths: `format:
 /// absolute-path`, a `pattern` anchored at `/` (or a drive letter), or an
 /// `enum`/`const` of absolute paths only.

@@ -24,24 +24,22 @@ fn only(rule: &str) -> LintConfig {
     c
 }
 
-fn full(diagnostics: &[Diagnostic], tools: usize) -> String {
+fn rendered(format: OutputFormat, diagnostics: &[Diagnostic], tools: usize) -> String {
     let mut out = Vec::new();
     let opts = RenderOptions {
         color: false,
         tools_checked: tools,
     };
-    render(OutputFormat::Full, diagnostics, &opts, &mut out).unwrap();
+    render(format, diagnostics, &opts, &mut out).unwrap();
     String::from_utf8(out).unwrap()
 }
 
+fn full(diagnostics: &[Diagnostic], tools: usize) -> String {
+    rendered(OutputFormat::Full, diagnostics, tools)
+}
+
 fn concise(diagnostics: &[Diagnostic], tools: usize) -> String {
-    let mut out = Vec::new();
-    let opts = RenderOptions {
-        color: false,
-        tools_checked: tools,
-    };
-    render(OutputFormat::Concise, diagnostics, &opts, &mut out).unwrap();
-    String::from_utf8(out).unwrap()
+    rendered(OutputFormat::Concise, diagnostics, tools)
 }
 
 /// Every rule has a `fail` and a `pass` fixture under

@@ -1,4 +1,4 @@
-use crate::lint::rule::{declare_rule, CheckContext, Findings, Rule, RuleInfo};
+use crate::lint::rule::{declare_rule, CheckContext, Findings, Rule};
 use crate::lint::similarity::{dense_pairs, document_texts, lexical_pairs};
 use crate::registry::ToolDef;
 
@@ -58,10 +58,6 @@ fn names(cx: &CheckContext<'_>, from: &ToolDef, to: &ToolDef) -> bool {
 }
 
 impl Rule for ConfusableTools {
-    fn info(&self) -> &'static RuleInfo {
-        &Self::INFO
-    }
-
     fn check_registry<'t>(&self, cx: &CheckContext<'t>, out: &mut Findings<'t>) {
         let tools = cx.registry.tools();
         if tools.len() < 2 {

@@ -1,4 +1,4 @@
-use crate::lint::rule::{declare_rule, CheckContext, Findings, Rule, RuleInfo};
+use crate::lint::rule::{declare_rule, CheckContext, Findings, Rule};
 use crate::lint::schema;
 use crate::registry::ToolDef;
 
@@ -46,15 +46,8 @@ declare_rule! {
 }
 
 impl Rule for DefaultedPathParameter {
-    fn info(&self) -> &'static RuleInfo {
-        &Self::INFO
-    }
-
     fn check_tool<'t>(&self, tool: &'t ToolDef, _cx: &CheckContext<'t>, out: &mut Findings<'t>) {
-        for p in schema::properties(tool) {
-            if !schema::is_path_property(&p) {
-                continue;
-            }
+        for p in schema::path_properties(tool) {
             if let Some(d) = p.schema.get("default") {
                 out.push(
                     tool,

@@ -1,6 +1,6 @@
 use std::collections::HashMap;
 
-use crate::lint::rule::{declare_rule, CheckContext, Findings, Rule, RuleInfo};
+use crate::lint::rule::{declare_rule, CheckContext, Findings, Rule};
 use crate::registry::ToolDef;
 
 declare_rule! {
@@ -39,10 +39,6 @@ declare_rule! {
 }
 
 impl Rule for DuplicateToolName {
-    fn info(&self) -> &'static RuleInfo {
-        &Self::INFO
-    }
-
     fn check_registry<'t>(&self, cx: &CheckContext<'t>, out: &mut Findings<'t>) {
         let mut first: HashMap<&str, &ToolDef> = HashMap::new();
         for tool in cx.registry.tools() {

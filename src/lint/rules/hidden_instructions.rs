@@ -3,7 +3,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::lint::rule::{declare_rule, CheckContext, Findings, Rule, RuleInfo};
+use crate::lint::rule::{declare_rule, CheckContext, Findings, Rule};
 use crate::lint::schema;
 use crate::lint::text::clip;
 use crate::registry::ToolDef;
@@ -209,10 +209,6 @@ fn texts(tool: &ToolDef) -> Vec<(String, &str)> {
 }
 
 impl Rule for HiddenInstructions {
-    fn info(&self) -> &'static RuleInfo {
-        &Self::INFO
-    }
-
     fn check_tool<'t>(&self, tool: &'t ToolDef, cx: &CheckContext<'t>, out: &mut Findings<'t>) {
         let mut seen = HashSet::new();
         for (pointer, text) in texts(tool) {

@@ -1,4 +1,4 @@
-use crate::lint::rule::{declare_rule, CheckContext, Findings, Rule, RuleInfo};
+use crate::lint::rule::{declare_rule, CheckContext, Findings, Rule};
 use crate::lint::schema;
 use crate::lint::text::clip;
 use crate::registry::ToolDef;
@@ -50,10 +50,6 @@ declare_rule! {
 }
 
 impl Rule for InvalidExampleArguments {
-    fn info(&self) -> &'static RuleInfo {
-        &Self::INFO
-    }
-
     fn check_tool<'t>(&self, tool: &'t ToolDef, _cx: &CheckContext<'t>, out: &mut Findings<'t>) {
         if tool.examples.iter().all(|e| e.arguments.is_none()) {
             return;

@@ -1,6 +1,6 @@
 use serde_json::Value;
 
-use crate::lint::rule::{declare_rule, CheckContext, Findings, Rule, RuleInfo};
+use crate::lint::rule::{declare_rule, CheckContext, Findings, Rule};
 use crate::lint::schema;
 use crate::lint::text::clip;
 use crate::registry::ToolDef;
@@ -35,10 +35,6 @@ declare_rule! {
 }
 
 impl Rule for InvalidInputSchema {
-    fn info(&self) -> &'static RuleInfo {
-        &Self::INFO
-    }
-
     fn check_tool<'t>(&self, tool: &'t ToolDef, _cx: &CheckContext<'t>, out: &mut Findings<'t>) {
         if let Err(e) = schema::compile(&tool.input_schema) {
             out.push(

@@ -2,7 +2,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::lint::rule::{declare_rule, CheckContext, Findings, Rule, RuleInfo};
+use crate::lint::rule::{declare_rule, CheckContext, Findings, Rule};
 use crate::registry::ToolDef;
 
 static VALID: LazyLock<Regex> =
@@ -37,10 +37,6 @@ declare_rule! {
 }
 
 impl Rule for InvalidToolName {
-    fn info(&self) -> &'static RuleInfo {
-        &Self::INFO
-    }
-
     fn check_tool<'t>(&self, tool: &'t ToolDef, _cx: &CheckContext<'t>, out: &mut Findings<'t>) {
         if VALID.is_match(&tool.name) {
             return;

@@ -1,4 +1,4 @@
-use crate::lint::rule::{declare_rule, CheckContext, Findings, Rule, RuleInfo};
+use crate::lint::rule::{declare_rule, CheckContext, Findings, Rule};
 use crate::registry::ToolDef;
 
 declare_rule! {
@@ -40,10 +40,6 @@ declare_rule! {
 }
 
 impl Rule for MissingExamples {
-    fn info(&self) -> &'static RuleInfo {
-        &Self::INFO
-    }
-
     fn check_tool<'t>(&self, tool: &'t ToolDef, cx: &CheckContext<'t>, out: &mut Findings<'t>) {
         let min = cx.thresholds.min_examples;
         let n = tool.examples.len();

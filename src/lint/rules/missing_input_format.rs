@@ -3,7 +3,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::Value;
 
-use crate::lint::rule::{declare_rule, CheckContext, Findings, Rule, RuleInfo};
+use crate::lint::rule::{declare_rule, CheckContext, Findings, Rule};
 use crate::lint::schema::{self, Property};
 use crate::lint::text::shows_example;
 use crate::registry::{split_identifier, ToolDef};
@@ -141,10 +141,6 @@ fn constrained(s: &Value) -> bool {
 }
 
 impl Rule for MissingInputFormat {
-    fn info(&self) -> &'static RuleInfo {
-        &Self::INFO
-    }
-
     fn check_tool<'t>(&self, tool: &'t ToolDef, _cx: &CheckContext<'t>, out: &mut Findings<'t>) {
         for p in schema::properties(tool) {
             let Some(strings) = p.string_schema() else {

@@ -1,4 +1,4 @@
-use crate::lint::rule::{declare_rule, CheckContext, Findings, Rule, RuleInfo};
+use crate::lint::rule::{declare_rule, CheckContext, Findings, Rule};
 use crate::registry::{split_identifier, ToolDef};
 
 /// Verbs in a tool name that mean it destroys or overwrites something.
@@ -65,10 +65,6 @@ declare_rule! {
 }
 
 impl Rule for MissingSideEffectAnnotations {
-    fn info(&self) -> &'static RuleInfo {
-        &Self::INFO
-    }
-
     fn check_tool<'t>(&self, tool: &'t ToolDef, _cx: &CheckContext<'t>, out: &mut Findings<'t>) {
         let a = &tool.annotations;
         let verb = split_identifier(&tool.name)

@@ -1,4 +1,4 @@
-use crate::lint::rule::{declare_rule, CheckContext, Findings, Rule, RuleInfo};
+use crate::lint::rule::{declare_rule, CheckContext, Findings, Rule};
 use crate::lint::text::{count_tokens, visible_description};
 use crate::registry::ToolDef;
 
@@ -40,10 +40,6 @@ declare_rule! {
 }
 
 impl Rule for OversizedDescription {
-    fn info(&self) -> &'static RuleInfo {
-        &Self::INFO
-    }
-
     fn check_tool<'t>(&self, tool: &'t ToolDef, cx: &CheckContext<'t>, out: &mut Findings<'t>) {
         let max = cx.thresholds.max_description_tokens;
         let text = visible_description(tool);

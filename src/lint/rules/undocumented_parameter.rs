@@ -1,4 +1,4 @@
-use crate::lint::rule::{declare_rule, CheckContext, Findings, Rule, RuleInfo};
+use crate::lint::rule::{declare_rule, CheckContext, Findings, Rule};
 use crate::lint::schema;
 use crate::registry::ToolDef;
 
@@ -34,10 +34,6 @@ declare_rule! {
 }
 
 impl Rule for UndocumentedParameter {
-    fn info(&self) -> &'static RuleInfo {
-        &Self::INFO
-    }
-
     fn check_tool<'t>(&self, tool: &'t ToolDef, _cx: &CheckContext<'t>, out: &mut Findings<'t>) {
         for p in schema::properties(tool) {
             if p.description().is_empty() {

@@ -1,4 +1,4 @@
-use crate::lint::rule::{declare_rule, CheckContext, Findings, Rule, RuleInfo};
+use crate::lint::rule::{declare_rule, CheckContext, Findings, Rule};
 use crate::registry::ToolDef;
 
 declare_rule! {
@@ -35,10 +35,6 @@ declare_rule! {
 }
 
 impl Rule for UnknownBoundaryTarget {
-    fn info(&self) -> &'static RuleInfo {
-        &Self::INFO
-    }
-
     fn check_tool<'t>(&self, tool: &'t ToolDef, cx: &CheckContext<'t>, out: &mut Findings<'t>) {
         for (i, b) in tool.not_for.iter().enumerate() {
             let target = b.tool.trim();

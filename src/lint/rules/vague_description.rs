@@ -1,6 +1,6 @@
 use std::collections::HashSet;
 
-use crate::lint::rule::{declare_rule, CheckContext, Findings, Rule, RuleInfo};
+use crate::lint::rule::{declare_rule, CheckContext, Findings, Rule};
 use crate::lint::text::{prose, words};
 use crate::registry::{split_identifier, ToolDef};
 
@@ -76,10 +76,6 @@ declare_rule! {
 }
 
 impl Rule for VagueDescription {
-    fn info(&self) -> &'static RuleInfo {
-        &Self::INFO
-    }
-
     fn check_tool<'t>(&self, tool: &'t ToolDef, cx: &CheckContext<'t>, out: &mut Findings<'t>) {
         let text = prose(tool);
         let all: Vec<String> = words(&text).map(str::to_lowercase).collect();
