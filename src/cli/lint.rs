@@ -123,8 +123,11 @@ fn with_model(
     if args.lexical || cx.config.level_of(confusable) == Level::Ignore || registry.len() < 2 {
         return Ok(cx);
     }
+    // One single-threaded session per core, fed in parallel chunks, is
+    // faster than one session with several threads (see BENCHMARKS.md).
     let opts = EmbedOptions {
-        threads: 2,
+        threads: 1,
+        sessions: std::thread::available_parallelism().map_or(2, |n| n.get()),
         ..EmbedOptions::default()
     };
     let embedder = FastEmbedder::load(&dir, &opts)?;

@@ -266,3 +266,32 @@ fn rule_explains_one_rule_or_lists_them_all() {
         .code(2)
         .stderr(predicate::str::contains("no lint rule `nope`"));
 }
+
+#[test]
+fn without_a_model_the_lint_says_so_once_and_goes_on_lexically() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = crate::common::root().join("tests/fixtures/lint/registries/confusable.jsonl");
+    let out = assert_cmd::Command::cargo_bin("toolrag")
+        .unwrap()
+        .current_dir(dir.path())
+        .env_remove("TOOLRAG_MODEL_DIR")
+        .args([
+            "lint",
+            "--select",
+            "confusable-tools,oversized-description",
+            "--format",
+            "concise",
+        ])
+        .arg(&fixture)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(
+        stderr.matches("no embedding model found").count(),
+        1,
+        "{stderr}"
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.contains("lexical cosine"), "{stdout}");
+}
