@@ -12,24 +12,31 @@ use toolrag::lint::{self, Level, LintConfig, LintContext, SimilarityKind};
 
 use super::{ModelArgs, RegistryArgs};
 
-/// Lint a registry: review every tool's docstring the way a senior engineer
-/// reviews an API meant for a junior colleague.
-///
-/// Exit status: 0 when there are no errors, 1 when there are errors (or
-/// warnings, with --deny-warnings), 2 when the run fails (a registry file that
-/// does not load, a bad config).
-///
-/// Rule levels, per-path ignores and thresholds come from the [lint] table of
-/// ./toolrag.toml (or --config). `toolrag rule` lists the rules and explains
-/// each one.
-///
-/// Examples:
-///   toolrag lint
-///   toolrag lint tools/ my-server.json --format concise
-///   toolrag lint --format sarif --output toolrag.sarif
-///   toolrag lint ../shared/data/bfcl/tools.jsonl --lexical --statistics
-///   toolrag lint --select relative-path-parameter,hidden-instructions
+/// What `toolrag lint --help` adds after the options: the command's doc
+/// comment lives on its variant in `cli/mod.rs`, which is kept to one line.
+const LINT_HELP: &str = "\
+Reviews every tool's docstring the way a senior engineer reviews an API meant
+for a junior colleague: examples, edge cases, input formats, absolute paths,
+boundaries between look-alike tools, side-effect annotations, tool poisoning.
+
+Exit status: 0 when there are no errors, 1 when there are errors (or warnings,
+with --deny-warnings), 2 when the run fails (a registry file that does not
+load, a bad config).
+
+Rule levels, per-path ignores and thresholds come from the [lint] table of
+./toolrag.toml (or --config); see examples/toolrag.toml. `toolrag rule` lists
+the rules and explains each one.
+
+Examples:
+  toolrag lint
+  toolrag lint tools/ my-server.json --format concise
+  toolrag lint --format sarif --output toolrag.sarif
+  toolrag lint ../shared/data/bfcl/tools.jsonl --lexical --statistics
+  toolrag lint --select relative-path-parameter,hidden-instructions";
+
+/// The arguments of `toolrag lint`.
 #[derive(Debug, Args)]
+#[command(after_long_help = LINT_HELP)]
 pub struct LintArgs {
     /// Registry files or folders (default: tools/).
     paths: Vec<PathBuf>,

@@ -8,14 +8,17 @@ use toolrag::lint;
 
 use super::ListFormat;
 
-/// Explain a lint rule, or list every rule with its code, level and summary.
-///
-/// Examples:
-///   toolrag rule
-///   toolrag rule TR005
-///   toolrag rule hidden-instructions
-///   toolrag rule --format json
+/// What `toolrag rule --help` adds after the options.
+const RULE_HELP: &str = "\
+Examples:
+  toolrag rule
+  toolrag rule TR005
+  toolrag rule hidden-instructions
+  toolrag rule --format json";
+
+/// The arguments of `toolrag rule`.
 #[derive(Debug, Args)]
+#[command(after_long_help = RULE_HELP)]
 pub struct RuleArgs {
     /// A rule code (TR005) or name (relative-path-parameter). Omit it to list
     /// every rule.

@@ -295,3 +295,22 @@ fn without_a_model_the_lint_says_so_once_and_goes_on_lexically() {
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert!(stdout.contains("lexical cosine"), "{stdout}");
 }
+
+#[test]
+fn help_teaches_exit_codes_and_examples() {
+    toolrag()
+        .args(["lint", "--help"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "Exit status: 0 when there are no errors",
+        ))
+        .stdout(predicate::str::contains(
+            "toolrag lint --format sarif --output toolrag.sarif",
+        ));
+    toolrag()
+        .args(["rule", "--help"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("toolrag rule TR005"));
+}
