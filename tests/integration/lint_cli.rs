@@ -26,9 +26,7 @@ fn the_shipped_registry_passes_with_zero_errors_and_warnings() {
         .args(["lint", "--deny-warnings"])
         .assert()
         .code(0)
-        .stdout(predicate::str::contains(
-            "All checks passed (81 tools checked).",
-        ));
+        .stdout(predicate::str::is_match(r"All checks passed \(\d+ tools checked\)\.").unwrap());
 }
 
 #[test]
