@@ -1,5 +1,6 @@
 //! Command-line parsing (clap derive) and dispatch to one module per subcommand.
 
+mod gate;
 mod index;
 mod lint;
 mod query;
@@ -50,6 +51,8 @@ enum Command {
     Lint(lint::LintArgs),
     /// Explain a lint rule (by code or name), or list every rule.
     Rule(rule::RuleArgs),
+    /// Check a Khipu plan: schema, groundedness, decision logic, approvals.
+    Gate(gate::GateArgs),
 }
 
 /// Options shared by every command that reads a registry.
@@ -199,5 +202,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Query(args) => query::run(args),
         Command::Lint(args) => lint::run(args),
         Command::Rule(args) => rule::run(args),
+        Command::Gate(args) => gate::run(args),
     }
 }
