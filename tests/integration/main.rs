@@ -3,6 +3,7 @@
 mod cli_tools;
 mod common;
 mod embed;
+mod gate;
 mod lint;
 mod lint_cli;
 mod registry;
