@@ -19,27 +19,31 @@ pub enum GateFormat {
     Json,
 }
 
-/// Check a Khipu plan: schema, groundedness, decision logic, approvals.
-///
-/// The plan gate is deterministic code between the plan model and anything
-/// that acts on its plan. It checks the plan against khipu-plan.schema.json;
-/// checks that every step and citation names an offered candidate (and, with
-/// --offered, that the candidates are exactly the offered set); checks the
-/// decision's logic (ABSTAIN: no steps, no citations, a reason; NAVIGATE: steps,
-/// citations, no reason); and, with --index, lists the cited tools that need a
-/// person's approval (destructive, or open-world and not idempotent).
-///
-/// Every violation is reported, with a stable code and a JSON Pointer.
-///
-/// Exit status: 0 when the plan is valid, 1 when it is not, 2 when an input
-/// cannot be read or is not JSON.
-///
-/// Examples:
-///   toolrag query "undo my last commit" --format khipu > offered.json
-///   toolrag gate plan.json --offered offered.json
-///   model-client < prompt.txt | toolrag gate - --offered offered.json --format json
-///   toolrag gate plan.json --offered offered.json --index index
+/// What `toolrag gate --help` adds after the options: the command's doc
+/// comment lives on its variant in `cli/mod.rs`, which is kept to one line.
+const GATE_HELP: &str = "\
+The plan gate is deterministic code between the plan model and anything that
+acts on its plan. It checks the plan against khipu-plan.schema.json; checks
+that every step and citation names an offered candidate (and, with --offered,
+that the candidates are exactly the offered set, none added, dropped or
+altered); checks the decision's logic (ABSTAIN: no steps, no citations, a
+reason; NAVIGATE: steps, citations, no reason; every citation acted on; nothing
+listed twice); and, with --index, lists the cited tools that need a person's
+approval (destructive, or open-world and not idempotent). Every violation is
+reported, with a stable code and a JSON Pointer.
+
+Exit status: 0 when the plan is valid (approvals or not), 1 when it is not, 2
+when an input cannot be read or is not JSON.
+
+Examples:
+  toolrag query \"undo my last commit\" --format khipu > offered.json
+  toolrag gate plan.json --offered offered.json
+  model-client < prompt.txt | toolrag gate - --offered offered.json --format json
+  toolrag gate plan.json --offered offered.json --index index";
+
+/// The arguments of `toolrag gate`.
 #[derive(Debug, Args)]
+#[command(after_long_help = GATE_HELP)]
 pub struct GateArgs {
     /// The plan, a JSON file; `-` reads standard input.
     #[arg(value_name = "PLAN.json")]

@@ -269,6 +269,20 @@ fn human_format_lists_approvals_for_a_valid_plan() {
 }
 
 #[test]
+fn help_teaches_exit_codes_and_examples() {
+    toolrag()
+        .args(["gate", "--help"])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains(
+            "Exit status: 0 when the plan is valid",
+        ))
+        .stdout(predicates::str::contains(
+            "toolrag gate plan.json --offered offered.json",
+        ));
+}
+
+#[test]
 fn a_dash_reads_the_plan_from_stdin() {
     let plan = std::fs::read(fixture("gate/plans/valid-git-reset.json")).unwrap();
     toolrag()
