@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use fastembed::{
-    InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel,
+    InitOptionsUserDefined, OutputKey, Pooling, TextEmbedding, TokenizerFiles,
+    UserDefinedEmbeddingModel,
 };
 
 use super::model_dir::ModelDir;
@@ -47,6 +48,9 @@ impl Default for EmbedOptions {
 /// A fastembed model over a local ONNX file, L2-normalised, mean-pooled.
 pub struct FastEmbedder {
     sessions: Vec<Mutex<TextEmbedding>>,
+    /// The model's tokenizer, configured as fastembed configures its own (same
+    /// truncation, no padding for one text), for token offsets.
+    tokenizer: tokenizers::Tokenizer,
     batch_size: usize,
     dimension: usize,
     model_sha256: String,
@@ -127,8 +131,24 @@ impl FastEmbedder {
             let te = TextEmbedding::try_new_from_user_defined(model, init).map_err(corrupt)?;
             sessions.push(Mutex::new(te));
         }
+        let mut tokenizer = tokenizers::Tokenizer::from_bytes(&tokenizer_files.tokenizer_file)
+            .map_err(|e| Error::ModelCorrupt {
+                dir: dir.path().to_path_buf(),
+                message: format!("tokenizer.json: {e}"),
+            })?;
+        tokenizer.with_padding(None);
+        tokenizer
+            .with_truncation(Some(tokenizers::TruncationParams {
+                max_length: opts.max_tokens,
+                ..Default::default()
+            }))
+            .map_err(|e| Error::ModelCorrupt {
+                dir: dir.path().to_path_buf(),
+                message: format!("tokenizer.json: {e}"),
+            })?;
         let mut me = FastEmbedder {
             sessions,
+            tokenizer,
             batch_size: opts.batch_size.max(1),
             dimension: 0,
             model_sha256: dir.model_sha256()?,
@@ -155,6 +175,14 @@ impl FastEmbedder {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         f(&mut g)
     }
+}
+
+fn normalize(mut v: Vec<f32>) -> Vec<f32> {
+    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if n > 0.0 {
+        v.iter_mut().for_each(|x| *x /= n);
+    }
+    v
 }
 
 fn cut_chars(text: &str, max: usize) -> &str {
@@ -185,6 +213,70 @@ impl Embedder for FastEmbedder {
         })?;
         out.pop()
             .ok_or_else(|| Error::Embed("the model returned no vector".into()))
+    }
+
+    fn embed_query_parts(&self, text: &str, spans: &[(usize, usize)]) -> Result<Vec<Vec<f32>>> {
+        let text = cut_chars(text, MAX_QUERY_CHARS);
+        if spans.is_empty() {
+            return Ok(vec![self.embed_query(text)?]);
+        }
+        let enc = self
+            .tokenizer
+            .encode(text, true)
+            .map_err(|e| Error::Embed(e.to_string()))?;
+        let offsets = enc.get_offsets();
+        let out = self.with_session(|s| {
+            s.transform([text], Some(1))
+                .map_err(|e| Error::Embed(e.to_string()))
+        })?;
+        let batches = out.into_raw();
+        let batch = batches
+            .first()
+            .ok_or_else(|| Error::Embed("the model returned nothing".into()))?;
+        let keys: &[OutputKey] = &[
+            OutputKey::ByName("last_hidden_state"),
+            OutputKey::ByOrder(0),
+        ];
+        let hidden = batch
+            .select_output(&keys)
+            .map_err(|e| Error::Embed(e.to_string()))?;
+        let shape = hidden.shape().to_vec();
+        if shape.len() != 3 || shape[1] != offsets.len() {
+            // The tokenizations disagree; fall back to embedding each part.
+            tracing::debug!(target: "embed", ?shape, tokens = offsets.len(), "token offsets do not match the model output");
+            let mut v = vec![self.embed_query(text)?];
+            for &(a, b) in spans {
+                v.push(self.embed_query(&text[a..b])?);
+            }
+            return Ok(v);
+        }
+        let dim = shape[2];
+        let flat: Vec<f32> = hidden.iter().copied().collect();
+        let pool = |tokens: &mut dyn Iterator<Item = usize>| -> Option<Vec<f32>> {
+            let mut acc = vec![0f32; dim];
+            let mut n = 0usize;
+            for t in tokens {
+                for (a, x) in acc.iter_mut().zip(&flat[t * dim..(t + 1) * dim]) {
+                    *a += x;
+                }
+                n += 1;
+            }
+            (n > 0).then(|| normalize(acc))
+        };
+        let mut vectors =
+            vec![pool(&mut (0..offsets.len())).ok_or_else(|| Error::Embed("no tokens".into()))?];
+        for &(a, b) in spans {
+            // Tokens whose text lies inside the span ([CLS]/[SEP] have empty offsets).
+            let mut inside = offsets
+                .iter()
+                .enumerate()
+                .filter(|(_, &(s, e))| e > s && s >= a && e <= b)
+                .map(|(i, _)| i);
+            if let Some(v) = pool(&mut inside) {
+                vectors.push(v);
+            }
+        }
+        Ok(vectors)
     }
 
     fn embed_documents(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {

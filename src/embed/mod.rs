@@ -29,6 +29,19 @@ pub trait Embedder: Send + Sync {
     fn embed_query(&self, text: &str) -> Result<Vec<f32>>;
     /// Embeds many documents; the output is parallel to the input.
     fn embed_documents(&self, texts: &[String]) -> Result<Vec<Vec<f32>>>;
+
+    /// Embeds a query and parts of it (byte spans): the whole query first, then
+    /// one vector per span. The default embeds each part on its own; models that
+    /// can pool parts from one pass override it.
+    fn embed_query_parts(&self, text: &str, spans: &[(usize, usize)]) -> Result<Vec<Vec<f32>>> {
+        let mut out = vec![self.embed_query(text)?];
+        for &(a, b) in spans {
+            if let Some(part) = text.get(a..b) {
+                out.push(self.embed_query(part)?);
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// The dot product of two vectors; the cosine similarity for normalised ones.

@@ -15,6 +15,9 @@ use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::registry::{document_text, Registry, ToolDef};
 
+/// A text hash and its vector.
+type Embedded = ([u8; 16], Vec<f32>);
+
 /// Texts are embedded in chunks of this many, so progress moves and both cores
 /// work (one chunk per session).
 const EMBED_CHUNK: usize = 64;
@@ -47,6 +50,7 @@ pub enum BuildProgress {
 
 /// What a build did.
 #[derive(Debug, Clone, Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct BuildReport {
     /// Tools in the new index.
     pub tools: usize,
@@ -229,7 +233,7 @@ pub fn build(
                 .count();
         progress(BuildProgress::EmbedStart { total: todo.len() });
         let t_embed = Instant::now();
-        let embedded: Vec<Result<Vec<([u8; 16], Vec<f32>)>>> = todo
+        let embedded: Vec<Result<Vec<Embedded>>> = todo
             .par_chunks(EMBED_CHUNK)
             .map(|chunk| {
                 let batch: Vec<String> =

@@ -1,6 +1,7 @@
 //! The read path: a [`Searcher`] opens an index once, as an immutable snapshot,
 //! and answers concurrent queries with hybrid BM25 + dense retrieval.
 
+mod clauses;
 mod fusion;
 pub mod khipu;
 mod request;
@@ -9,6 +10,7 @@ use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+pub use clauses::clause_spans;
 pub use fusion::{fuse, Fusion};
 pub use request::{Decision, Hit, Mode, SearchRequest, SearchResult};
 
@@ -30,6 +32,12 @@ pub struct SearchConfig {
     pub depth: usize,
     /// How hybrid mode fuses.
     pub fusion: Fusion,
+    /// Also search with one vector per clause of a multi-clause request.
+    pub clause_vectors: bool,
+    /// Subtracted from a clause vector's similarity, so the whole request wins ties.
+    pub clause_penalty: f32,
+    /// BM25 field boosts; `None` uses the ones recorded in the index.
+    pub boosts: Option<crate::index::lexical::FieldBoosts>,
     /// ABSTAIN when the best tool's dense cosine is below this (dense/hybrid).
     pub min_dense: f32,
     /// ABSTAIN when the best BM25 score per query term is below this (lexical).
@@ -41,6 +49,9 @@ impl Default for SearchConfig {
         SearchConfig {
             depth: 50,
             fusion: Fusion::default(),
+            clause_vectors: true,
+            clause_penalty: 0.0,
+            boosts: None,
             min_dense: 0.30,
             min_lexical: 1.0,
         }
@@ -55,7 +66,7 @@ pub struct Searcher {
     lexical: LexicalIndex,
     dense: Option<DenseIndex>,
     embedder: Option<Arc<dyn Embedder>>,
-    cache: Mutex<lru::LruCache<String, Arc<Vec<f32>>>>,
+    cache: Mutex<lru::LruCache<String, Arc<Vec<Vec<f32>>>>>,
     config: SearchConfig,
 }
 
@@ -99,7 +110,10 @@ impl Searcher {
                 manifest.counts.tools
             )));
         }
-        let lexical = LexicalIndex::open(&gen.join("lexical"), manifest.boosts)?;
+        let lexical = LexicalIndex::open(
+            &gen.join("lexical"),
+            config.boosts.unwrap_or(manifest.boosts),
+        )?;
         let dense = if manifest.lexical_only || embedder.is_none() {
             None
         } else {
@@ -147,8 +161,9 @@ impl Searcher {
         self.tools.iter().find(|t| t.id == id)
     }
 
-    /// The embedding of `query`, from the LRU cache when it was seen before.
-    pub fn embed_query(&self, query: &str) -> Result<Arc<Vec<f32>>> {
+    /// The embeddings of `query`: the whole request, then one per clause when
+    /// clause vectors are on. From the LRU cache when the query was seen before.
+    pub fn embed_query(&self, query: &str) -> Result<Arc<Vec<Vec<f32>>>> {
         let e = self
             .embedder
             .as_ref()
@@ -161,7 +176,12 @@ impl Searcher {
         {
             return Ok(v.clone());
         }
-        let v = Arc::new(e.embed_query(query)?);
+        let spans = if self.config.clause_vectors {
+            clause_spans(query)
+        } else {
+            vec![]
+        };
+        let v = Arc::new(e.embed_query_parts(query, &spans)?);
         self.cache
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -216,10 +236,10 @@ impl Searcher {
         let k = req.k.min(self.tools.len());
         let depth = self.config.depth.max(k);
         let keep = self.keep(req);
-        let filtered = !(req.namespaces.is_empty()
-            && req.tags.is_empty()
-            && !req.read_only
-            && !req.exclude_destructive);
+        let filtered = !req.namespaces.is_empty()
+            || !req.tags.is_empty()
+            || req.read_only
+            || req.exclude_destructive;
 
         let lexical: Vec<(u32, f32)> = if mode == Mode::Dense {
             vec![]
@@ -243,18 +263,30 @@ impl Searcher {
         let dense: Vec<(u32, f32)> = if mode == Mode::Lexical {
             vec![]
         } else {
-            let q = self.embed_query(query)?;
+            let vectors = self.embed_query(query)?;
             let d = self.dense.as_ref().expect("has_dense checked");
             let keep_dyn: &dyn Fn(u32) -> bool = &keep;
-            // Several points per tool (examples): look deeper, keep each tool's best.
-            let points = d.search(&q, depth * 3, if filtered { Some(keep_dyn) } else { None });
-            let mut best: Vec<(u32, f32)> = Vec::with_capacity(depth);
-            for (p, sim) in points {
-                let tool = d.points()[p].tool;
-                if !best.iter().any(|(t, _)| *t == tool) {
-                    best.push((tool, sim));
+            // Several points per tool (examples) and several query vectors
+            // (clauses): look deeper, keep each tool's best similarity.
+            let mut best: std::collections::HashMap<u32, f32> = std::collections::HashMap::new();
+            for (i, v) in vectors.iter().enumerate() {
+                let penalty = if i == 0 {
+                    0.0
+                } else {
+                    self.config.clause_penalty
+                };
+                for (p, sim) in d.search(v, depth * 3, if filtered { Some(keep_dyn) } else { None })
+                {
+                    let tool = d.points()[p].tool;
+                    let s = sim - penalty;
+                    let e = best.entry(tool).or_insert(f32::MIN);
+                    if s > *e {
+                        *e = s;
+                    }
                 }
             }
+            let mut best: Vec<(u32, f32)> = best.into_iter().collect();
+            best.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
             best.truncate(depth);
             best
         };

@@ -36,3 +36,8 @@ pub fn toolrag() -> assert_cmd::Command {
     c.current_dir(root());
     c
 }
+
+/// A new embedder of its own, for tests that hand one to a `Searcher`.
+pub fn fresh_embedder() -> FastEmbedder {
+    FastEmbedder::load(&model_dir(), &EmbedOptions::default()).expect("model loads")
+}

@@ -4,6 +4,7 @@ mod cli_tools;
 mod common;
 mod embed;
 mod gate;
+mod index;
 mod lint;
 mod lint_cli;
 mod registry;
