@@ -15,11 +15,16 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) => {
             // A closed pipe (`toolrag tools list | head`) is not an error.
-            if err
-                .chain()
-                .filter_map(|e| e.downcast_ref::<std::io::Error>())
-                .any(|e| e.kind() == ErrorKind::BrokenPipe)
-            {
+            let broken_pipe = err.chain().any(|e| {
+                e.downcast_ref::<std::io::Error>()
+                    .map(std::io::Error::kind)
+                    .or_else(|| {
+                        e.downcast_ref::<serde_json::Error>()
+                            .and_then(serde_json::Error::io_error_kind)
+                    })
+                    == Some(ErrorKind::BrokenPipe)
+            });
+            if broken_pipe {
                 return ExitCode::SUCCESS;
             }
             eprintln!("toolrag: {err:#}");

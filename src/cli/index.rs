@@ -21,6 +21,7 @@ use super::{ModelArgs, RegistryArgs};
 ///   toolrag index ../shared/data/bfcl/tools.jsonl --out /tmp/bfcl-index
 ///   toolrag index --lexical-only                    # BM25 only, no model needed
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 pub struct IndexArgs {
     /// Registry files or folders (default: tools/).
     paths: Vec<PathBuf>,

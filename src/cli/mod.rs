@@ -4,6 +4,7 @@ mod gate;
 mod index;
 mod lint;
 mod query;
+mod resolve;
 mod rule;
 mod tools;
 
@@ -43,10 +44,9 @@ enum Command {
     /// Inspect a tool registry: list its tools or show one, normalised.
     #[command(subcommand)]
     Tools(tools::ToolsCommand),
-    /// Build the index of a registry (BM25 + dense vectors), atomically and incrementally.
     Index(index::IndexArgs),
-    /// Retrieve the top-k tools for a request (or a batch), as a table, JSON or Khipu candidates.
     Query(query::QueryArgs),
+    Resolve(resolve::ResolveArgs),
     /// Lint tool docstrings: examples, edge cases, formats, paths, boundaries, poisoning.
     Lint(lint::LintArgs),
     /// Explain a lint rule (by code or name), or list every rule.
@@ -200,6 +200,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tools(cmd) => tools::run(cmd),
         Command::Index(args) => index::run(args),
         Command::Query(args) => query::run(args),
+        Command::Resolve(args) => resolve::run(args),
         Command::Lint(args) => lint::run(args),
         Command::Rule(args) => rule::run(args),
         Command::Gate(args) => gate::run(args),

@@ -36,6 +36,7 @@ pub enum QueryFormat {
 ///   toolrag query "delete old branches" --namespace git --exclude-destructive
 ///   toolrag query --batch queries.jsonl --index /tmp/bfcl-index > rankings.jsonl
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 pub struct QueryArgs {
     /// The request, in words.
     #[arg(required_unless_present = "batch")]

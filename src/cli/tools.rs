@@ -16,6 +16,7 @@ pub enum ToolsCommand {
     /// Examples:
     ///   toolrag tools list
     ///   toolrag tools list ../shared/data/bfcl/tools.jsonl --format json
+    #[command(verbatim_doc_comment)]
     List {
         /// Registry files or folders (default: tools/).
         paths: Vec<PathBuf>,

@@ -7,4 +7,5 @@ mod gate;
 mod index;
 mod lint;
 mod lint_cli;
+mod query;
 mod registry;

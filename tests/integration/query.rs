@@ -1,0 +1,493 @@
+//! Querying the shipped registry with the real model: the right tools come
+//! back, filters and pins work, out-of-scope requests abstain, Khipu output
+//! meets the contract, and bad input is handled.
+
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+use predicates::prelude::*;
+use serde_json::Value;
+use toolrag::index::{build, BuildOptions, ModelInfo};
+use toolrag::registry::{LoadOptions, Registry};
+use toolrag::search::{khipu, Decision, Mode, SearchConfig, SearchRequest, Searcher};
+
+use crate::common::{fresh_embedder, shipped_tools, toolrag};
+
+/// One index of tools/ for every test here, built once with the real model.
+fn shipped_index() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let reg = Registry::load(&[shipped_tools()], &LoadOptions::default()).unwrap();
+        let e = fresh_embedder();
+        use toolrag::embed::Embedder;
+        let info = ModelInfo {
+            id: e.model_id().into(),
+            dimension: e.dimension(),
+            sha256: e.fingerprint().into(),
+        };
+        let opts = BuildOptions {
+            out: dir.path().to_path_buf(),
+            boosts: Default::default(),
+        };
+        build(&reg, Some((&e, info)), &opts, &|_| {}).unwrap();
+        dir
+    })
+    .path()
+}
+
+fn searcher() -> &'static Searcher {
+    static S: OnceLock<Searcher> = OnceLock::new();
+    S.get_or_init(|| {
+        let e: Arc<dyn toolrag::embed::Embedder> = Arc::new(fresh_embedder());
+        Searcher::open(shipped_index(), Some(e), SearchConfig::default()).unwrap()
+    })
+}
+
+fn req(q: &str, k: usize) -> SearchRequest {
+    SearchRequest {
+        query: q.into(),
+        k,
+        ..Default::default()
+    }
+}
+
+fn ids(r: &toolrag::search::SearchResult) -> Vec<&str> {
+    r.hits.iter().map(|h| h.id.as_str()).collect()
+}
+
+#[test]
+fn the_right_tool_is_in_the_top_3_for_hand_written_requests() {
+    let cases = [
+        ("show me what's in /etc/hosts", "filesystem/read_text_file"),
+        (
+            "open the PNG at /home/ana/logo.png and give me its bytes",
+            "filesystem/read_binary_file",
+        ),
+        (
+            "find every file called *.yaml under /etc",
+            "filesystem/search_files",
+        ),
+        (
+            "which source files mention TODO?",
+            "filesystem/grep_content",
+        ),
+        ("remove the file /tmp/old.log", "filesystem/delete_file"),
+        (
+            "what changed in my working tree that isn't staged yet",
+            "git/git_diff_unstaged",
+        ),
+        (
+            "show the last ten commits of the repo at /srv/app",
+            "git/git_log",
+        ),
+        (
+            "download https://example.com/data.csv to /tmp/data.csv",
+            "http/download_file",
+        ),
+        (
+            "is https://example.com up? just the status code",
+            "http/check_url_status",
+        ),
+        (
+            "what processes are running right now",
+            "shell/list_processes",
+        ),
+        (
+            "what columns does the users table have",
+            "sql/describe_table",
+        ),
+        ("which tables exist in the database", "sql/list_tables"),
+        (
+            "put a meeting with Bob on my calendar tomorrow at 3pm",
+            "calendar/create_event",
+        ),
+        (
+            "when am I free on Thursday afternoon for an hour",
+            "calendar/find_free_slots",
+        ),
+        (
+            "email the quarterly report to ana@example.com",
+            "email/send_email",
+        ),
+        (
+            "find emails from my landlord about the deposit",
+            "email/search_email",
+        ),
+        (
+            "send a direct message to Priya on Slack",
+            "chat/send_direct_message",
+        ),
+        (
+            "look up the Wikipedia article on the Treaty of Westphalia",
+            "search/search_wikipedia",
+        ),
+        (
+            "what time is it in Tokyo right now",
+            "time/get_current_time",
+        ),
+        (
+            "convert 9am New York time to Berlin time",
+            "time/convert_time",
+        ),
+        (
+            "remember that Ana prefers tea over coffee",
+            "memory/add_observations",
+        ),
+    ];
+    let mut misses = Vec::new();
+    for (q, want) in cases {
+        let r = searcher().search(&req(q, 3)).unwrap();
+        if !ids(&r).contains(&want) {
+            misses.push(format!("{q:?}: want {want}, got {:?}", ids(&r)));
+        }
+    }
+    assert!(misses.is_empty(), "{misses:#?}");
+}
+
+#[test]
+fn namespace_tag_and_annotation_filters_hold() {
+    let r = searcher()
+        .search(&SearchRequest {
+            namespaces: vec!["git".into()],
+            ..req("delete things", 10)
+        })
+        .unwrap();
+    assert!(
+        !r.hits.is_empty() && r.hits.iter().all(|h| h.id.starts_with("git/")),
+        "{:?}",
+        ids(&r)
+    );
+
+    let tagged = searcher()
+        .search(&SearchRequest {
+            tags: vec!["slack".into()],
+            ..req("send a message", 10)
+        })
+        .unwrap();
+    for h in &tagged.hits {
+        assert!(
+            searcher()
+                .tool(&h.id)
+                .unwrap()
+                .tags
+                .contains(&"slack".to_string()),
+            "{}",
+            h.id
+        );
+    }
+
+    for mode in [Mode::Hybrid, Mode::Lexical, Mode::Dense] {
+        let r = searcher()
+            .search(&SearchRequest {
+                read_only: true,
+                mode,
+                ..req("delete the file /tmp/x", 10)
+            })
+            .unwrap();
+        assert!(!r.hits.is_empty());
+        for h in &r.hits {
+            assert!(
+                searcher().tool(&h.id).unwrap().annotations.is_read_only(),
+                "{mode}: {}",
+                h.id
+            );
+        }
+        let r = searcher()
+            .search(&SearchRequest {
+                exclude_destructive: true,
+                mode,
+                ..req("delete the file /tmp/x", 10)
+            })
+            .unwrap();
+        assert!(
+            !ids(&r).contains(&"filesystem/delete_file"),
+            "{mode}: {:?}",
+            ids(&r)
+        );
+        for h in &r.hits {
+            assert!(
+                !toolrag::search::may_be_destructive(searcher().tool(&h.id).unwrap()),
+                "{}",
+                h.id
+            );
+        }
+    }
+}
+
+#[test]
+fn pinned_tools_are_always_included() {
+    let r = searcher()
+        .search(&SearchRequest {
+            pin: vec!["tool://memory/open_nodes".into()],
+            ..req("what time is it in Tokyo", 3)
+        })
+        .unwrap();
+    assert_eq!(r.hits.len(), 3);
+    let pinned: Vec<_> = r.hits.iter().filter(|h| h.pinned).collect();
+    assert_eq!(pinned.len(), 1);
+    assert_eq!(pinned[0].id, "memory/open_nodes");
+    assert_eq!(
+        r.hits[0].id, "time/get_current_time",
+        "pins do not push out the best hit"
+    );
+
+    let err = searcher()
+        .search(&SearchRequest {
+            pin: vec!["nope/nothing".into()],
+            ..req("what time is it", 3)
+        })
+        .unwrap_err();
+    assert!(err
+        .to_string()
+        .contains("unknown pinned tool `nope/nothing`"));
+}
+
+#[test]
+fn pins_from_the_config_file_are_included() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("toolrag.toml");
+    std::fs::write(&cfg, "pinned = [\"memory/search_nodes\"]\n").unwrap();
+    toolrag()
+        .args(["query", "what time is it in Tokyo", "-k", "3", "--config"])
+        .arg(&cfg)
+        .arg("--index")
+        .arg(shipped_index())
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("memory/search_nodes")
+                .and(predicate::str::contains("(pinned)")),
+        );
+}
+
+#[test]
+fn clearly_out_of_scope_requests_abstain_with_the_nearest_misses() {
+    for q in [
+        "play some relaxing jazz music",
+        "turn off the lights in the living room",
+        "set the thermostat to 21 degrees",
+        "transcribe this voice memo into text",
+    ] {
+        let r = searcher().search(&req(q, 5)).unwrap();
+        assert_eq!(
+            r.decision,
+            Decision::Abstain,
+            "{q}: confidence {}",
+            r.confidence
+        );
+        let why = r.abstain_reason.unwrap();
+        assert!(why.contains("nearest misses: tool://"), "{why}");
+    }
+    let r = searcher()
+        .search(&req("read the file /etc/hosts", 5))
+        .unwrap();
+    assert_eq!(r.decision, Decision::Navigate);
+    assert!(r.abstain_reason.is_none());
+}
+
+/// The candidate item schema of the Khipu contract.
+fn candidate_validator() -> jsonschema::Validator {
+    let plan: Value = serde_json::from_str(khipu::PLAN_SCHEMA).unwrap();
+    let mut item = plan["properties"]["candidates"]["items"].clone();
+    item["$schema"] = plan["$schema"].clone();
+    jsonschema::validator_for(&item).unwrap()
+}
+
+#[test]
+fn every_khipu_output_meets_the_contract() {
+    let v = candidate_validator();
+    let schema_copy = std::fs::read_to_string(
+        crate::common::root().join("../shared/spec/khipu-plan.schema.json"),
+    )
+    .unwrap();
+    assert_eq!(
+        khipu::PLAN_SCHEMA,
+        schema_copy,
+        "the shipped schema copy is current"
+    );
+    for q in [
+        "read the file /etc/hosts",
+        "play some relaxing jazz music",
+        "post in #deploys",
+        "qué hora es en Madrid",
+    ] {
+        for k in [1, 5, 100] {
+            let r = searcher().search(&req(q, k)).unwrap();
+            let set = khipu::candidate_set(&r, |id| searcher().tool(id));
+            let json = serde_json::to_value(&set).unwrap();
+            assert_eq!(json["contentAccess"], "HANDLES_ONLY");
+            for c in json["candidates"].as_array().unwrap() {
+                let errors: Vec<String> = v.iter_errors(c).map(|e| e.to_string()).collect();
+                assert!(errors.is_empty(), "{c}: {errors:?}");
+                assert_eq!(c.as_object().unwrap().len(), 4, "exactly four fields: {c}");
+                assert!(c["nodeId"].as_str().unwrap().starts_with("tool://"));
+                assert!(c["note"].as_str().unwrap().chars().count() <= khipu::MAX_NOTE_CHARS);
+            }
+            assert_eq!(
+                json["retrieval"]["scores"].as_array().unwrap().len(),
+                set.candidates.len()
+            );
+            assert_eq!(
+                json["retrieval"]["decision"],
+                if r.decision == Decision::Abstain {
+                    "ABSTAIN"
+                } else {
+                    "NAVIGATE"
+                }
+            );
+        }
+    }
+}
+
+#[test]
+fn the_cli_khipu_format_validates_too() {
+    let out = toolrag()
+        .args([
+            "query",
+            "post a message in #deploys",
+            "-k",
+            "4",
+            "--format",
+            "khipu",
+            "--index",
+        ])
+        .arg(shipped_index())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let set: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = candidate_validator();
+    assert_eq!(set["candidates"].as_array().unwrap().len(), 4);
+    for c in set["candidates"].as_array().unwrap() {
+        assert!(v.is_valid(c), "{c}");
+    }
+    assert!(set["retrieval"]["ranks"][0].is_object());
+}
+
+#[test]
+fn bad_input_is_handled() {
+    for empty in ["", "   \n\t "] {
+        let err = searcher().search(&req(empty, 5)).unwrap_err();
+        assert!(err.to_string().contains("the query is empty"), "{err}");
+    }
+    // A megabyte of text: cut to the model window and a bounded BM25 query.
+    let huge = "read the file /etc/hosts and count its lines ".repeat(24_000);
+    assert!(huge.len() > 1_000_000);
+    let r = searcher().search(&req(&huge, 5)).unwrap();
+    assert!(!r.hits.is_empty());
+    // Query syntax is plain text.
+    for q in [
+        "\"read\" file:(hosts) AND *etc* ~2 -x +y ^3 [a TO b] {c} \\ /",
+        "title:\"",
+        "((((",
+        "*",
+        "~",
+    ] {
+        searcher()
+            .search(&req(q, 5))
+            .unwrap_or_else(|e| panic!("{q:?}: {e}"));
+    }
+    let plain = searcher().search(&req("read file hosts", 5)).unwrap();
+    let syntax = searcher().search(&req("\"read\" file:(hosts)", 5)).unwrap();
+    assert_eq!(
+        ids(&plain)[0],
+        ids(&syntax)[0],
+        "syntax characters do not change the meaning"
+    );
+    // Non-English text works.
+    let r = searcher()
+        .search(&req("envía un correo a ana@example.com con el informe", 5))
+        .unwrap();
+    assert!(ids(&r).contains(&"email/send_email"), "{:?}", ids(&r));
+    // k larger than the index returns everything; k = 0 is refused by the CLI.
+    let r = searcher().search(&req("anything at all", 100_000)).unwrap();
+    assert_eq!(r.hits.len(), searcher().tools().len());
+    toolrag()
+        .args(["query", "read a file", "-k", "0", "--index"])
+        .arg(shipped_index())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("-k must be at least 1"));
+    toolrag()
+        .args(["query", "  ", "--index"])
+        .arg(shipped_index())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("the query is empty"));
+}
+
+#[test]
+fn batch_answers_every_line_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("q.jsonl");
+    std::fs::write(
+        &file,
+        "{\"id\": \"a\", \"query\": \"read the file /etc/hosts\", \"relevant\": []}\n\n{\"id\": 7, \"query\": \"what time is it in Tokyo\"}\n",
+    )
+    .unwrap();
+    let out = toolrag()
+        .args(["query", "-k", "3", "--batch"])
+        .arg(&file)
+        .arg("--index")
+        .arg(shipped_index())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<Value> = out
+        .stdout
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["id"], "a");
+    assert_eq!(lines[0]["ranked"][0], "filesystem/read_text_file");
+    assert_eq!(lines[1]["id"], "7");
+    assert_eq!(lines[1]["ranked"].as_array().unwrap().len(), 3);
+    assert_eq!(lines[1]["scores"].as_array().unwrap().len(), 3);
+    assert!(lines[1]["decision"].is_string());
+
+    std::fs::write(&file, "{\"id\": \"a\"}\n").unwrap();
+    toolrag()
+        .args(["query", "--batch"])
+        .arg(&file)
+        .arg("--index")
+        .arg(shipped_index())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "q.jsonl:1: each line needs a \"query\" string",
+        ));
+}
+
+#[test]
+fn resolve_returns_the_full_card_or_a_clear_error() {
+    let out = toolrag()
+        .args(["resolve", "tool://filesystem/read_text_file", "--index"])
+        .arg(shipped_index())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let card: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(card["handle"], "tool://filesystem/read_text_file");
+    assert!(card["inputSchema"]["properties"]["path"].is_object());
+    assert!(card["annotations"]["readOnlyHint"].as_bool().unwrap());
+    assert!(!card["examples"].as_array().unwrap().is_empty());
+    toolrag()
+        .args(["resolve", "tool://nope/nothing", "--index"])
+        .arg(shipped_index())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "unknown handle `tool://nope/nothing`",
+        ));
+}
