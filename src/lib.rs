@@ -36,8 +36,10 @@ mod error;
 pub mod gate;
 pub mod index;
 pub mod lint;
+pub mod mcp;
 pub mod registry;
 pub mod search;
+pub mod server;
 
 pub use error::{Error, LoadError, LoadErrors, Location, Result};
 pub use registry::{Registry, ToolDef};

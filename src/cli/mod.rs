@@ -3,9 +3,11 @@
 mod gate;
 mod index;
 mod lint;
+mod mcp;
 mod query;
 mod resolve;
 mod rule;
+mod serve;
 mod tools;
 
 use std::path::PathBuf;
@@ -51,6 +53,10 @@ enum Command {
     Lint(lint::LintArgs),
     /// Explain a lint rule (by code or name), or list every rule.
     Rule(rule::RuleArgs),
+    /// Serve the index over HTTP: search, batch, tool cards, health, metrics, hot reload.
+    Serve(serve::ServeArgs),
+    /// Serve the index to MCP clients over stdio: the search_tools and get_tool tools.
+    Mcp(mcp::McpArgs),
     /// Check a Khipu plan: schema, groundedness, decision logic, approvals.
     Gate(gate::GateArgs),
 }
@@ -203,6 +209,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Resolve(args) => resolve::run(args),
         Command::Lint(args) => lint::run(args),
         Command::Rule(args) => rule::run(args),
+        Command::Serve(args) => serve::run(args),
+        Command::Mcp(args) => mcp::run(args),
         Command::Gate(args) => gate::run(args),
     }
 }

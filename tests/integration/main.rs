@@ -7,5 +7,7 @@ mod gate;
 mod index;
 mod lint;
 mod lint_cli;
+mod mcp;
 mod query;
 mod registry;
+mod server;

@@ -1,0 +1,218 @@
+//! `toolrag serve`: the HTTP API, with hot reload and graceful shutdown.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use toolrag::server::{router, AppState, LiveIndex, ServeOptions, RELOAD_POLL};
+
+use super::{Config, ModelArgs};
+
+/// How long in-flight requests get to finish after SIGTERM or Ctrl-C.
+const GRACE: Duration = Duration::from_secs(10);
+
+/// Serve the index over HTTP: search, batch search, tool cards, health and metrics.
+///
+/// The server loads the index in the background (GET /readyz answers 503 until
+/// it is loaded) and follows rebuilds: when `toolrag index` publishes a new
+/// generation into the folder, it is loaded and swapped in atomically; a broken
+/// one is refused and the old one keeps serving. It binds to loopback unless
+/// told otherwise. The API is described at GET /openapi.json.
+///
+/// Examples:
+///   toolrag serve
+///   toolrag serve --index /tmp/bfcl-index --addr 127.0.0.1:8080
+///   toolrag serve --token-file ~/.config/toolrag/token --cors-origin https://app.example.com
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The index folder.
+    #[arg(long, default_value = "index", value_name = "DIR")]
+    index: PathBuf,
+    /// The address to listen on (port 0: any free port, printed on stderr).
+    #[arg(long, default_value = "127.0.0.1:7878", value_name = "HOST:PORT")]
+    addr: SocketAddr,
+    /// Require `Authorization: Bearer <token>` on every route but /healthz;
+    /// the token is the file's content, trimmed.
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// Allow cross-origin requests from this origin (repeatable; `*` for any).
+    /// Without it CORS is off.
+    #[arg(long = "cors-origin", value_name = "ORIGIN")]
+    cors_origins: Vec<String>,
+    /// Answer 503 `timeout` to a request that takes longer than this many milliseconds.
+    #[arg(long, default_value_t = 10_000, value_name = "MS")]
+    timeout_ms: u64,
+    /// The config file (default: ./toolrag.toml when present).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    #[command(flatten)]
+    model: ModelArgs,
+}
+
+pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    if args.timeout_ms == 0 {
+        bail!("--timeout-ms must be at least 1");
+    }
+    let token = args.token_file.as_deref().map(read_token).transpose()?;
+    if token.is_none() && !args.addr.ip().is_loopback() {
+        eprintln!(
+            "toolrag: warning: listening on {} without --token-file: anyone who can reach it can query it",
+            args.addr
+        );
+    }
+    let config = Config::load(args.config.as_deref())?;
+    let options = ServeOptions {
+        token,
+        cors_origins: args.cors_origins.clone(),
+        timeout: Duration::from_millis(args.timeout_ms),
+        pinned: config.pinned.clone(),
+        ..ServeOptions::default()
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    rt.block_on(serve(args, options, config.search))
+}
+
+async fn serve(
+    args: ServeArgs,
+    options: ServeOptions,
+    search: toolrag::search::SearchConfig,
+) -> anyhow::Result<ExitCode> {
+    let listener = tokio::net::TcpListener::bind(args.addr)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.addr))?;
+    let local = listener.local_addr()?;
+    eprintln!("toolrag: listening on http://{local}");
+
+    let state = AppState::new(options);
+    // `true` once the server should stop: on a signal, or when loading fails.
+    let (stop, stopping) = tokio::sync::watch::channel(false);
+    let stop = Arc::new(stop);
+    let server = {
+        let app = router(state.clone());
+        let stopped = wait_for(stopping.clone());
+        tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(stopped)
+                .await
+        })
+    };
+    tokio::spawn({
+        let stop = stop.clone();
+        async move {
+            shutdown_signal().await;
+            eprintln!("toolrag: shutting down");
+            stop.send_replace(true);
+        }
+    });
+
+    let (index, model) = (args.index.clone(), args.model.clone());
+    let loaded = tokio::task::spawn_blocking(move || open_live(&index, &model, search))
+        .await
+        .context("loading the index failed")?;
+    let live = match loaded {
+        Ok(live) => Arc::new(live),
+        Err(e) => {
+            stop.send_replace(true);
+            let _ = server.await;
+            return Err(e);
+        }
+    };
+    let s = live.snapshot();
+    eprintln!(
+        "toolrag: ready: {} ({} tools, {})",
+        s.generation().display(),
+        s.tools().len(),
+        if s.has_dense() {
+            "hybrid"
+        } else {
+            "lexical only"
+        }
+    );
+    drop(s);
+    state.set_ready(live.clone());
+    let watcher = live.watch(RELOAD_POLL);
+
+    let mut server = server;
+    let result = tokio::select! {
+        r = &mut server => r,
+        _ = async { wait_for(stopping).await; tokio::time::sleep(GRACE).await } => {
+            eprintln!("toolrag: requests still running after {} s; exiting", GRACE.as_secs());
+            watcher.abort();
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
+    watcher.abort();
+    result
+        .context("the server task failed")?
+        .context("the server failed")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Opens the index with the embedding model when there is one. The model is
+/// loaded even for a lexical-only index, so that a rebuild with vectors is
+/// served in hybrid mode after a reload.
+pub fn open_live(
+    index: &Path,
+    model: &ModelArgs,
+    search: toolrag::search::SearchConfig,
+) -> anyhow::Result<LiveIndex> {
+    let sessions = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let embedder: Option<Arc<dyn toolrag::embed::Embedder>> = match model.load_for_query(sessions) {
+        Ok(e) => Some(Arc::new(e)),
+        Err(e)
+            if matches!(
+                e.downcast_ref::<toolrag::Error>(),
+                Some(toolrag::Error::ModelNotFound { .. })
+            ) =>
+        {
+            eprintln!("toolrag: note: no embedding model found; serving BM25 only (run scripts/fetch-model)");
+            None
+        }
+        Err(e) => return Err(e),
+    };
+    LiveIndex::open(index, embedder, search)
+        .with_context(|| format!("cannot open the index in {}", index.display()))
+}
+
+fn read_token(path: &Path) -> anyhow::Result<String> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the token file {}", path.display()))?;
+    let token = text.trim();
+    if token.is_empty() {
+        bail!("the token file {} is empty", path.display());
+    }
+    Ok(token.to_string())
+}
+
+async fn wait_for(mut stopping: tokio::sync::watch::Receiver<bool>) {
+    let _ = stopping.wait_for(|s| *s).await;
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+}

@@ -1,0 +1,166 @@
+//! The MCP server: two tools, `search_tools` and `get_tool`, so that an MCP
+//! client can search a large registry lazily instead of listing all of it.
+//!
+//! Built on `rmcp`, the official Rust MCP SDK; the transport (stdio for
+//! `toolrag mcp`) is the caller's choice. It reads the same [`LiveIndex`] as
+//! the HTTP server, so it follows index rebuilds the same way, and applies the
+//! same limits.
+
+use std::sync::Arc;
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::{tool, tool_handler, tool_router, ErrorData, ServerHandler};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::search::SearchRequest;
+use crate::server::{check_k, check_query};
+use crate::server::{ApiError, LiveIndex};
+
+/// The arguments of `search_tools`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SearchToolsArgs {
+    /// What the user wants done, in plain words, e.g. "read the file /etc/hosts".
+    /// At most 4096 bytes.
+    pub query: String,
+    /// How many tools to return, 1 to 100 (default 10).
+    #[schemars(range(min = 1, max = 100))]
+    pub k: Option<i64>,
+    /// Only tools in this namespace, e.g. "filesystem".
+    pub namespace: Option<String>,
+    /// Only tools annotated read-only (no side effects).
+    pub read_only: Option<bool>,
+}
+
+/// The arguments of `get_tool`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetToolArgs {
+    /// A handle from `search_tools` ("tool://filesystem/read_text_file") or a
+    /// bare tool id ("filesystem/read_text_file").
+    pub handle: String,
+}
+
+/// The toolrag MCP server over a live index.
+#[derive(Debug, Clone)]
+pub struct McpServer {
+    index: Arc<LiveIndex>,
+    pinned: Vec<String>,
+    tool_router: ToolRouter<Self>,
+}
+
+const SEARCH_TOOLS: &str = "Find the tools that fit a request, among all the tools of the registry. \
+Returns a candidate set: `candidates` (best first, each with `nodeId` = a tool:// handle and a short \
+`note`), and `retrieval` with the scores and a suggested `decision` (NAVIGATE, or ABSTAIN with the \
+reason when no tool fits). Call get_tool with a handle to read that tool's full card before using it. \
+Example: {\"query\": \"read the file /etc/hosts\", \"k\": 5}. \
+Edge cases: an empty query or k outside 1..100 is an error; a query no tool fits returns ABSTAIN, not an error.";
+
+const GET_TOOL: &str = "The full card of one tool: its description, input schema, annotations, \
+examples and edge cases. Takes a handle returned by search_tools. \
+Example: {\"handle\": \"tool://filesystem/read_text_file\"}. \
+Edge cases: an unknown handle is an error naming it. Not for finding tools: use search_tools.";
+
+#[tool_router]
+impl McpServer {
+    /// A server over `index`.
+    pub fn new(index: Arc<LiveIndex>) -> McpServer {
+        McpServer {
+            index,
+            pinned: Vec::new(),
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    /// Pins these tools into every search (the `pinned` list of `toolrag.toml`).
+    pub fn with_pinned(mut self, pinned: Vec<String>) -> McpServer {
+        self.pinned = pinned;
+        self
+    }
+
+    /// `search_tools`: the candidate set for a request.
+    #[tool(
+        description = SEARCH_TOOLS,
+        annotations(title = "Search tools", read_only_hint = true, open_world_hint = false)
+    )]
+    pub async fn search_tools(
+        &self,
+        Parameters(args): Parameters<SearchToolsArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let req = match search_request(args, &self.pinned) {
+            Ok(r) => r,
+            Err(e) => return Ok(tool_error(&e.message)),
+        };
+        let index = self.index.clone();
+        let answer = tokio::task::spawn_blocking(move || index.search(&req))
+            .await
+            .map_err(|e| ErrorData::internal_error(format!("the search failed: {e}"), None))?;
+        match answer {
+            Ok(a) => Ok(CallToolResult::structured(to_value(&a.value)?)),
+            Err(e) => {
+                let e = ApiError::from(e);
+                if e.status.is_client_error() {
+                    Ok(tool_error(&e.message))
+                } else {
+                    Err(ErrorData::internal_error(e.message, None))
+                }
+            }
+        }
+    }
+
+    /// `get_tool`: a tool's full card.
+    #[tool(
+        description = GET_TOOL,
+        annotations(title = "Get a tool card", read_only_hint = true, open_world_hint = false)
+    )]
+    pub async fn get_tool(
+        &self,
+        Parameters(args): Parameters<GetToolArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let s = self.index.snapshot();
+        match s.tool(args.handle.trim()) {
+            Some(t) => Ok(CallToolResult::structured(to_value(t)?)),
+            None => Ok(tool_error(&format!(
+                "no tool `{}` in the index; use a handle returned by search_tools",
+                args.handle
+            ))),
+        }
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("toolrag", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "toolrag indexes a large tool registry. Call search_tools with the user's \
+                 request to get a few candidate tool handles, then get_tool on the one you \
+                 mean to use to read its full card.",
+            )
+    }
+}
+
+fn search_request(args: SearchToolsArgs, pinned: &[String]) -> Result<SearchRequest, ApiError> {
+    let k = check_k(args.k)?;
+    check_query(&args.query)?;
+    Ok(SearchRequest {
+        query: args.query,
+        k,
+        namespaces: args.namespace.into_iter().collect(),
+        read_only: args.read_only.unwrap_or(false),
+        pin: pinned.to_vec(),
+        ..SearchRequest::default()
+    })
+}
+
+fn tool_error(message: &str) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message)])
+}
+
+fn to_value<T: serde::Serialize>(v: &T) -> Result<serde_json::Value, ErrorData> {
+    serde_json::to_value(v).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+}

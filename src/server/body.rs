@@ -1,0 +1,219 @@
+//! Request bodies: the search body, its limits, and the JSON extractor that
+//! turns every way a body can be wrong into a precise 4xx.
+
+use axum::extract::{FromRequest, Request};
+use axum::http::{header, StatusCode};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use super::{ApiError, DEFAULT_K, MAX_K, MAX_QUERY_BYTES};
+use crate::search::{Mode, SearchRequest};
+
+/// The body of `POST /v1/search` (and each item of a batch). Unknown fields
+/// are refused, so a misspelt option is an error rather than ignored.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SearchBody {
+    /// The request in words (at most 4 KiB).
+    pub query: String,
+    /// How many tools, 1..=100 (default 10).
+    #[serde(default)]
+    pub k: Option<i64>,
+    /// `hybrid` (default), `lexical` or `dense`.
+    #[serde(default)]
+    pub mode: Option<Mode>,
+    /// Only these namespaces.
+    #[serde(default)]
+    pub namespaces: Vec<String>,
+    /// Only tools with one of these tags.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Only tools annotated read-only.
+    #[serde(default)]
+    pub read_only: bool,
+    /// Leave out tools that are, or may be, destructive.
+    #[serde(default)]
+    pub exclude_destructive: bool,
+    /// Tools always included.
+    #[serde(default)]
+    pub pin: Vec<String>,
+}
+
+impl SearchBody {
+    /// Checks the limits and builds the library request; `pinned` (from the
+    /// server's config) is added to the body's own pins.
+    pub fn into_request(self, pinned: &[String]) -> Result<SearchRequest, ApiError> {
+        let k = check_k(self.k)?;
+        check_query(&self.query)?;
+        let mut pin = pinned.to_vec();
+        pin.extend(self.pin);
+        Ok(SearchRequest {
+            query: self.query,
+            k,
+            mode: self.mode.unwrap_or_default(),
+            namespaces: self.namespaces,
+            tags: self.tags,
+            read_only: self.read_only,
+            exclude_destructive: self.exclude_destructive,
+            pin,
+        })
+    }
+}
+
+/// `k`, defaulted and checked against 1..=[`MAX_K`].
+pub fn check_k(k: Option<i64>) -> Result<usize, ApiError> {
+    match k {
+        None => Ok(DEFAULT_K),
+        Some(k) if (1..=MAX_K as i64).contains(&k) => Ok(k as usize),
+        Some(k) => Err(ApiError::bad_request(
+            "invalid_k",
+            format!("k must be between 1 and {MAX_K}, got {k}"),
+        )),
+    }
+}
+
+/// The query must have words and be at most [`MAX_QUERY_BYTES`].
+pub fn check_query(query: &str) -> Result<(), ApiError> {
+    if query.len() > MAX_QUERY_BYTES {
+        return Err(ApiError::bad_request(
+            "query_too_long",
+            format!(
+                "the query is {} bytes; the limit is {MAX_QUERY_BYTES}",
+                query.len()
+            ),
+        ));
+    }
+    if query.trim().is_empty() {
+        return Err(ApiError::bad_request("empty_query", "the query is empty"));
+    }
+    Ok(())
+}
+
+/// A JSON body: `application/json`, within the body limit, deserialised with
+/// the path of the offending field in the message.
+#[derive(Debug)]
+pub struct JsonBody<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        if !is_json(req.headers().get(header::CONTENT_TYPE)) {
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                "the body must be JSON, sent with `Content-Type: application/json`",
+            ));
+        }
+        let bytes = axum::body::Bytes::from_request(req, state)
+            .await
+            .map_err(|r| {
+                if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    ApiError::new(
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        "body_too_large",
+                        format!(
+                            "the body is over the limit of {} bytes",
+                            super::MAX_BODY_BYTES
+                        ),
+                    )
+                } else {
+                    ApiError::bad_request("invalid_request", r.body_text())
+                }
+            })?;
+        parse(&bytes).map(JsonBody)
+    }
+}
+
+/// Deserialises `bytes`, naming the failing field (`k`, `namespaces[0]`).
+pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let de = &mut serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize(de).map_err(describe)
+}
+
+/// Deserialises an already parsed value, naming the failing field (`[3].k`).
+pub fn parse_value<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, ApiError> {
+    serde_path_to_error::deserialize(value).map_err(describe)
+}
+
+fn describe(e: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
+    use serde_json::error::Category;
+    let path = e.path().to_string();
+    let inner = e.into_inner();
+    match inner.classify() {
+        Category::Syntax | Category::Eof | Category::Io => ApiError::bad_request(
+            "malformed_json",
+            format!("the body is not valid JSON: {inner}"),
+        ),
+        Category::Data if path == "." => {
+            ApiError::bad_request("invalid_request", inner.to_string())
+        }
+        Category::Data => ApiError::bad_request("invalid_request", format!("{path}: {inner}")),
+    }
+}
+
+fn is_json(value: Option<&header::HeaderValue>) -> bool {
+    let Some(v) = value.and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let mime = v
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_name_the_field() {
+        let e = parse::<SearchBody>(br#"{"query": "x", "k": "ten"}"#).unwrap_err();
+        assert_eq!(e.code, "invalid_request");
+        assert!(
+            e.message.starts_with("k: invalid type: string"),
+            "{}",
+            e.message
+        );
+        let v = serde_json::json!([{"query": "x"}, {"query": 3}]);
+        let e = parse_value::<Vec<SearchBody>>(v).unwrap_err();
+        assert_eq!(
+            e.message,
+            "[1].query: invalid type: integer `3`, expected a string"
+        );
+        let e = parse::<SearchBody>(br#"{"k": 3}"#).unwrap_err();
+        assert_eq!(e.message, "missing field `query` at line 1 column 8");
+        let e = parse::<SearchBody>(br#"{"query": "x", "readonly": true}"#).unwrap_err();
+        assert!(
+            e.message.contains("unknown field `readonly`"),
+            "{}",
+            e.message
+        );
+        let e = parse::<SearchBody>(br#"{"query": "#).unwrap_err();
+        assert_eq!(e.code, "malformed_json");
+    }
+
+    #[test]
+    fn limits() {
+        assert_eq!(check_k(None).unwrap(), DEFAULT_K);
+        assert_eq!(check_k(Some(0)).unwrap_err().code, "invalid_k");
+        assert_eq!(check_k(Some(101)).unwrap_err().code, "invalid_k");
+        assert_eq!(check_k(Some(100)).unwrap(), 100);
+        assert_eq!(check_query(" ").unwrap_err().code, "empty_query");
+        let long = "é".repeat(MAX_QUERY_BYTES / 2 + 1);
+        assert_eq!(check_query(&long).unwrap_err().code, "query_too_long");
+    }
+
+    #[test]
+    fn content_types() {
+        let h = |s: &'static str| header::HeaderValue::from_static(s);
+        assert!(is_json(Some(&h("application/json"))));
+        assert!(is_json(Some(&h("Application/JSON; charset=utf-8"))));
+        assert!(is_json(Some(&h("application/vnd.api+json"))));
+        assert!(!is_json(Some(&h("text/plain"))));
+        assert!(!is_json(None));
+    }
+}

@@ -1,0 +1,170 @@
+//! The route handlers, and the timeout middleware.
+
+use axum::extract::{Path, Request, State};
+use axum::http::{HeaderName, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+
+use super::body::{parse_value, JsonBody, SearchBody};
+use super::live::{generation_name, Answer};
+use super::{ApiError, AppState, MAX_BATCH};
+
+/// The response header naming the index generation that answered.
+pub const GENERATION_HEADER: HeaderName = HeaderName::from_static("x-toolrag-generation");
+
+fn with_generation<T: serde::Serialize>(answer: Answer<T>) -> Response {
+    let mut r = Json(answer.value).into_response();
+    if let Ok(v) = HeaderValue::from_str(&answer.generation) {
+        r.headers_mut().insert(GENERATION_HEADER, v);
+    }
+    r
+}
+
+/// `POST /v1/search`.
+pub async fn search(
+    State(app): State<AppState>,
+    JsonBody(body): JsonBody<serde_json::Value>,
+) -> Result<Response, ApiError> {
+    let body = search_body(body)?;
+    let live = app.live()?;
+    let req = body.into_request(&app.options().pinned)?;
+    let answer = app.run_blocking(move || live.search(&req)).await??;
+    Ok(with_generation(answer))
+}
+
+/// `POST /v1/search/batch`: up to [`MAX_BATCH`] bodies, answered in order
+/// from one index generation.
+pub async fn search_batch(
+    State(app): State<AppState>,
+    JsonBody(bodies): JsonBody<Vec<serde_json::Value>>,
+) -> Result<Response, ApiError> {
+    if bodies.len() > MAX_BATCH {
+        return Err(ApiError::bad_request(
+            "batch_too_large",
+            format!(
+                "the batch has {} requests; the limit is {MAX_BATCH}",
+                bodies.len()
+            ),
+        ));
+    }
+    let live = app.live()?;
+    if let Some(i) = bodies.iter().position(|b| !b.is_object()) {
+        return Err(at(i, not_an_object(&bodies[i])));
+    }
+    let bodies: Vec<SearchBody> = parse_value(serde_json::Value::Array(bodies))?;
+    let mut reqs = Vec::with_capacity(bodies.len());
+    for (i, body) in bodies.into_iter().enumerate() {
+        reqs.push(
+            body.into_request(&app.options().pinned)
+                .map_err(|e| at(i, e))?,
+        );
+    }
+    let answer = app
+        .run_blocking(move || live.search_many(&reqs))
+        .await?
+        .map_err(|(i, e)| at(i, e.into()))?;
+    Ok(with_generation(answer))
+}
+
+/// A search body must be an object: serde would also take a struct from an
+/// array (`["read a file"]`), which is never what a client meant.
+fn search_body(v: serde_json::Value) -> Result<SearchBody, ApiError> {
+    if !v.is_object() {
+        return Err(not_an_object(&v));
+    }
+    parse_value(v)
+}
+
+fn not_an_object(v: &serde_json::Value) -> ApiError {
+    let what = match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    };
+    ApiError::bad_request(
+        "invalid_request",
+        format!("a search request must be a JSON object with a `query`, not {what}"),
+    )
+}
+
+/// Names the failing request of a batch: `[3]: k must be …`.
+fn at(i: usize, e: ApiError) -> ApiError {
+    ApiError {
+        message: format!("[{i}]: {}", e.message),
+        ..e
+    }
+}
+
+/// `GET /v1/tools/{id}`: the full card of a tool, by id or `tool://` handle.
+pub async fn tool(
+    State(app): State<AppState>,
+    id: Result<Path<String>, axum::extract::rejection::PathRejection>,
+) -> Result<Response, ApiError> {
+    let Path(id) = id.map_err(|e| ApiError::bad_request("invalid_request", e.body_text()))?;
+    let s = app.live()?.snapshot();
+    match s.tool(&id) {
+        Some(t) => Ok(with_generation(Answer {
+            generation: generation_name(&s),
+            value: t,
+        })),
+        None => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "tool_not_found",
+            format!("no tool `{id}` in the index"),
+        )),
+    }
+}
+
+/// `GET /healthz`: the process is up.
+pub async fn healthz() -> Json<serde_json::Value> {
+    Json(json!({"status": "ok"}))
+}
+
+/// `GET /readyz`: 200 once the index is loaded, 503 before.
+pub async fn readyz(State(app): State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
+    let s = app.live()?.snapshot();
+    Ok(Json(json!({
+        "status": "ready",
+        "generation": generation_name(&s),
+        "tools": s.tools().len(),
+        "dense": s.has_dense(),
+    })))
+}
+
+/// Any other path.
+pub async fn not_found(req: Request) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        format!("no route {} {}", req.method(), req.uri().path()),
+    )
+}
+
+/// A known path with another method.
+pub async fn method_not_allowed(req: Request) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!("{} is not allowed on {}", req.method(), req.uri().path()),
+    )
+}
+
+/// Answers 503 `timeout` when a request takes longer than the configured
+/// timeout. The search thread finishes on its own; only the answer is dropped.
+pub async fn timeout(State(app): State<AppState>, req: Request, next: Next) -> Response {
+    let limit = app.options().timeout;
+    match tokio::time::timeout(limit, next.run(req)).await {
+        Ok(r) => r,
+        Err(_) => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "timeout",
+            format!("the request took longer than {} ms", limit.as_millis()),
+        )
+        .into_response(),
+    }
+}

@@ -1,0 +1,217 @@
+//! The live index: the searcher of the current generation behind an
+//! [`ArcSwap`], replaced whole when a build publishes a new one.
+//!
+//! Each request takes one snapshot ([`LiveIndex::snapshot`]) and uses it for
+//! everything it does, so it never sees a mix of two generations. A new
+//! generation is opened completely before the swap; if it does not open, it is
+//! refused with a log line and the old one keeps serving.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+
+use crate::embed::Embedder;
+use crate::error::Result;
+use crate::search::khipu::{self, CandidateSet};
+use crate::search::{SearchConfig, SearchRequest, Searcher};
+
+/// A reloadable index folder.
+pub struct LiveIndex {
+    dir: PathBuf,
+    embedder: Option<Arc<dyn Embedder>>,
+    config: SearchConfig,
+    current: ArcSwap<Searcher>,
+    /// What `CURRENT` named when a reload last failed, so a broken generation
+    /// is reported once, not every poll.
+    refused: Mutex<Option<String>>,
+    reloads: AtomicU64,
+    failures: AtomicU64,
+}
+
+impl std::fmt::Debug for LiveIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveIndex")
+            .field("dir", &self.dir)
+            .field("current", &self.current.load().generation())
+            .finish()
+    }
+}
+
+/// What a reload check did.
+#[derive(Debug)]
+pub enum Reload {
+    /// `CURRENT` names the generation already served.
+    Unchanged,
+    /// A new generation was opened and swapped in.
+    Swapped(PathBuf),
+    /// `CURRENT` names a generation that does not open; the old one stays.
+    Refused(crate::Error),
+    /// The same broken generation as last time; already reported.
+    StillRefused,
+}
+
+/// One answer, with the generation that produced it.
+#[derive(Debug, Clone)]
+pub struct Answer<T> {
+    /// The generation folder name (`gen-000007`).
+    pub generation: String,
+    /// The answer itself.
+    pub value: T,
+}
+
+impl LiveIndex {
+    /// Opens the live generation of `dir`. The embedder and config are kept
+    /// for every later reload.
+    pub fn open(
+        dir: &Path,
+        embedder: Option<Arc<dyn Embedder>>,
+        config: SearchConfig,
+    ) -> Result<LiveIndex> {
+        let searcher = Searcher::open(dir, embedder.clone(), config)?;
+        Ok(LiveIndex {
+            dir: dir.to_path_buf(),
+            embedder,
+            config,
+            current: ArcSwap::from_pointee(searcher),
+            refused: Mutex::new(None),
+            reloads: AtomicU64::new(0),
+            failures: AtomicU64::new(0),
+        })
+    }
+
+    /// The index folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The searcher of the generation being served. Hold it for the whole of
+    /// a request.
+    pub fn snapshot(&self) -> Arc<Searcher> {
+        self.current.load_full()
+    }
+
+    /// Successful reloads so far.
+    pub fn reloads(&self) -> u64 {
+        self.reloads.load(Ordering::Relaxed)
+    }
+
+    /// Refused reloads so far.
+    pub fn failures(&self) -> u64 {
+        self.failures.load(Ordering::Relaxed)
+    }
+
+    /// Searches one snapshot and renders the Khipu candidate set.
+    pub fn search(&self, req: &SearchRequest) -> Result<Answer<CandidateSet>> {
+        let s = self.snapshot();
+        let result = s.search(req)?;
+        Ok(Answer {
+            generation: generation_name(&s),
+            value: khipu::candidate_set(&result, |id| s.tool(id)),
+        })
+    }
+
+    /// Searches many requests on one snapshot; an error names the request's
+    /// position.
+    pub fn search_many(
+        &self,
+        reqs: &[SearchRequest],
+    ) -> std::result::Result<Answer<Vec<CandidateSet>>, (usize, crate::Error)> {
+        let s = self.snapshot();
+        let mut out = Vec::with_capacity(reqs.len());
+        for (i, req) in reqs.iter().enumerate() {
+            let result = s.search(req).map_err(|e| (i, e))?;
+            out.push(khipu::candidate_set(&result, |id| s.tool(id)));
+        }
+        Ok(Answer {
+            generation: generation_name(&s),
+            value: out,
+        })
+    }
+
+    /// Opens the generation `CURRENT` names if it is not the one served, and
+    /// swaps it in. Blocking: it reads the whole generation.
+    pub fn reload_if_changed(&self) -> Reload {
+        let named = match crate::index::current_generation(&self.dir) {
+            Ok(gen) if gen == self.current.load().generation() => return Reload::Unchanged,
+            Ok(gen) => gen.display().to_string(),
+            Err(e) => format!("error: {e}"),
+        };
+        let mut refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+        if refused.as_deref() == Some(named.as_str()) {
+            return Reload::StillRefused;
+        }
+        match Searcher::open(&self.dir, self.embedder.clone(), self.config) {
+            Ok(s) => {
+                let gen = s.generation().to_path_buf();
+                self.current.store(Arc::new(s));
+                self.reloads.fetch_add(1, Ordering::Relaxed);
+                *refused = None;
+                Reload::Swapped(gen)
+            }
+            Err(e) => {
+                self.failures.fetch_add(1, Ordering::Relaxed);
+                *refused = Some(named);
+                Reload::Refused(e)
+            }
+        }
+    }
+
+    /// Polls `CURRENT` every `every` on a background task, reloading on
+    /// change and logging swaps (info) and refusals (error). Abort the handle
+    /// to stop it.
+    pub fn watch(self: Arc<Self>, every: Duration) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let me = self.clone();
+                let outcome = match tokio::task::spawn_blocking(move || me.reload_if_changed())
+                    .await
+                {
+                    Ok(o) => o,
+                    Err(e) => {
+                        tracing::error!(target: "server::reload", "the reload task failed: {e}");
+                        continue;
+                    }
+                };
+                match outcome {
+                    Reload::Swapped(gen) => {
+                        let s = self.snapshot();
+                        tracing::info!(
+                            target: "server::reload",
+                            generation = %gen.display(),
+                            tools = s.tools().len(),
+                            "serving a new index generation"
+                        );
+                    }
+                    Reload::Refused(e) => tracing::error!(
+                        target: "server::reload",
+                        dir = %self.dir.display(),
+                        "refusing the new index generation; the previous one keeps serving: {e}"
+                    ),
+                    Reload::Unchanged | Reload::StillRefused => {}
+                }
+            }
+        })
+    }
+}
+
+/// The folder name of a searcher's generation (`gen-000007`).
+pub fn generation_name(s: &Searcher) -> String {
+    s.generation()
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The number of a generation name (`gen-000007` → 7), 0 if it has none.
+pub fn generation_number(name: &str) -> u64 {
+    name.rsplit('-')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}

@@ -1,0 +1,220 @@
+//! The HTTP API: search, batch search, tool cards, health, metrics and the
+//! OpenAPI description, over a [`LiveIndex`] that reloads itself when a new
+//! index generation is published.
+//!
+//! The server uses only the public library API: it opens a
+//! [`Searcher`](crate::search::Searcher), turns results into Khipu candidate
+//! sets with [`khipu::candidate_set`](crate::search::khipu::candidate_set) and
+//! serialises plain types. Binding, signals and the model are the binary's job
+//! (`toolrag serve`); this module builds the [`axum::Router`].
+//!
+//! ```no_run
+//! # async fn demo() -> toolrag::Result<()> {
+//! use std::sync::Arc;
+//! use toolrag::server::{router, AppState, LiveIndex, ServeOptions};
+//!
+//! let live = LiveIndex::open("index".as_ref(), None, Default::default())?;
+//! let state = AppState::new(ServeOptions::default());
+//! state.set_ready(Arc::new(live));
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:7878").await.unwrap();
+//! axum::serve(listener, router(state)).await.unwrap();
+//! # Ok(()) }
+//! ```
+
+mod auth;
+mod body;
+mod error;
+mod handlers;
+mod live;
+mod metrics;
+pub mod openapi;
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use axum::Router;
+
+pub use body::{check_k, check_query, SearchBody};
+pub use error::{ApiError, CODES};
+pub use live::{LiveIndex, Reload};
+
+/// The largest request body, in bytes.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+/// The longest query text, in bytes (UTF-8).
+pub const MAX_QUERY_BYTES: usize = 4096;
+/// The largest `k`.
+pub const MAX_K: usize = 100;
+/// The default `k`.
+pub const DEFAULT_K: usize = 10;
+/// The most requests in one batch.
+pub const MAX_BATCH: usize = 256;
+/// How often the reload watcher looks at `CURRENT`.
+pub const RELOAD_POLL: Duration = Duration::from_millis(500);
+
+/// Every route, as (method, path template). The OpenAPI document lists
+/// exactly these; a test keeps the two in sync.
+pub const ROUTES: &[(&str, &str)] = &[
+    ("post", "/v1/search"),
+    ("post", "/v1/search/batch"),
+    ("get", "/v1/tools/{id}"),
+    ("get", "/healthz"),
+    ("get", "/readyz"),
+    ("get", "/metrics"),
+    ("get", "/openapi.json"),
+];
+
+/// How the server behaves, beyond the index it serves.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// The bearer token every route but `/healthz` requires; `None`: no auth.
+    pub token: Option<String>,
+    /// Origins allowed by CORS; empty: CORS is off (no CORS headers at all).
+    pub cors_origins: Vec<String>,
+    /// The longest a request may take before it is answered with 503 `timeout`.
+    pub timeout: Duration,
+    /// How many searches run at once (they are CPU-bound); others queue.
+    pub search_threads: usize,
+    /// Tools pinned into every search (the `pinned` list of `toolrag.toml`).
+    pub pinned: Vec<String>,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            token: None,
+            cors_origins: Vec::new(),
+            timeout: Duration::from_secs(10),
+            search_threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            pinned: Vec::new(),
+        }
+    }
+}
+
+/// The state every handler shares: the live index (once loaded), the
+/// metrics and the options. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState(Arc<Inner>);
+
+struct Inner {
+    index: OnceLock<Arc<LiveIndex>>,
+    metrics: metrics::Metrics,
+    options: ServeOptions,
+    permits: tokio::sync::Semaphore,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState")
+            .field("ready", &self.0.index.get().is_some())
+            .field("options", &self.0.options)
+            .finish()
+    }
+}
+
+impl AppState {
+    /// A state with no index yet: `/readyz` and the search routes answer 503
+    /// until [`AppState::set_ready`].
+    pub fn new(options: ServeOptions) -> AppState {
+        let permits = tokio::sync::Semaphore::new(options.search_threads.max(1));
+        AppState(Arc::new(Inner {
+            index: OnceLock::new(),
+            metrics: metrics::Metrics::new(),
+            options,
+            permits,
+        }))
+    }
+
+    /// Installs the loaded index; from now on the server is ready. Later
+    /// calls are ignored: reloads go through the [`LiveIndex`] itself.
+    pub fn set_ready(&self, index: Arc<LiveIndex>) {
+        let _ = self.0.index.set(index);
+    }
+
+    /// The live index, once loaded.
+    pub fn index(&self) -> Option<&Arc<LiveIndex>> {
+        self.0.index.get()
+    }
+
+    fn live(&self) -> Result<Arc<LiveIndex>, ApiError> {
+        self.index().cloned().ok_or_else(ApiError::not_ready)
+    }
+
+    fn options(&self) -> &ServeOptions {
+        &self.0.options
+    }
+
+    /// Runs CPU-bound work off the async threads, at most `search_threads` at once.
+    async fn run_blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let _permit = self
+            .0
+            .permits
+            .acquire()
+            .await
+            .map_err(|_| ApiError::internal("the search pool is closed"))?;
+        tokio::task::spawn_blocking(work).await.map_err(|e| {
+            tracing::error!(target: "server", "a search task failed: {e}");
+            ApiError::internal("the search failed unexpectedly")
+        })
+    }
+}
+
+/// The whole HTTP API over `state`, with its limits, auth, CORS, timeout and
+/// metrics layers.
+pub fn router(state: AppState) -> Router {
+    let mut app = Router::new()
+        .route("/v1/search", post(handlers::search))
+        .route("/v1/search/batch", post(handlers::search_batch))
+        .route("/v1/tools/{*id}", get(handlers::tool))
+        .route("/healthz", get(handlers::healthz))
+        .route("/readyz", get(handlers::readyz))
+        .route("/metrics", get(metrics::render))
+        .route("/openapi.json", get(openapi::serve))
+        .fallback(handlers::not_found)
+        .method_not_allowed_fallback(handlers::method_not_allowed)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_token,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            handlers::timeout,
+        ));
+    if let Some(cors) = cors_layer(&state.options().cors_origins) {
+        app = app.layer(cors);
+    }
+    app.layer(axum::middleware::from_fn_with_state(
+        state.clone(),
+        metrics::track,
+    ))
+    .with_state(state)
+}
+
+fn cors_layer(origins: &[String]) -> Option<tower_http::cors::CorsLayer> {
+    use axum::http::{header, HeaderValue, Method};
+    use tower_http::cors::{AllowOrigin, CorsLayer};
+    if origins.is_empty() {
+        return None;
+    }
+    let allow = if origins.iter().any(|o| o == "*") {
+        AllowOrigin::any()
+    } else {
+        AllowOrigin::list(
+            origins
+                .iter()
+                .filter_map(|o| HeaderValue::from_str(o).ok())
+                .collect::<Vec<_>>(),
+        )
+    };
+    Some(
+        CorsLayer::new()
+            .allow_origin(allow)
+            .allow_methods([Method::GET, Method::POST])
+            .allow_headers([header::CONTENT_TYPE, header::AUTHORIZATION]),
+    )
+}

@@ -1,0 +1,87 @@
+//! `GET /openapi.json`: the OpenAPI 3.1 description of the API.
+//!
+//! The document is hand-written (`openapi.json` beside this file) and checked
+//! against the code by tests: its paths are exactly [`ROUTES`](super::ROUTES),
+//! its error codes are exactly [`CODES`](super::error::CODES), and the
+//! integration tests validate real responses against its schemas.
+
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+
+/// The OpenAPI document, as served.
+pub const DOCUMENT: &str = include_str!("openapi.json");
+
+/// The document, parsed.
+pub fn document() -> serde_json::Value {
+    serde_json::from_str(DOCUMENT).expect("openapi.json is valid JSON")
+}
+
+/// A standalone JSON Schema (2020-12) for one of the document's component
+/// schemas, with its `$ref`s resolvable; for validating responses.
+pub fn component_schema(name: &str) -> serde_json::Value {
+    let doc = document();
+    serde_json::json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$ref": format!("#/components/schemas/{name}"),
+        "components": doc["components"],
+    })
+}
+
+/// `GET /openapi.json`.
+pub async fn serve() -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], DOCUMENT).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_the_routes() {
+        let doc = document();
+        let mut documented: Vec<(String, String)> = doc["paths"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .flat_map(|(path, ops)| {
+                ops.as_object()
+                    .unwrap()
+                    .keys()
+                    .map(move |m| (m.clone(), path.clone()))
+            })
+            .collect();
+        let mut routes: Vec<(String, String)> = super::super::ROUTES
+            .iter()
+            .map(|(m, p)| (m.to_string(), p.to_string()))
+            .collect();
+        documented.sort();
+        routes.sort();
+        assert_eq!(documented, routes);
+    }
+
+    #[test]
+    fn error_codes_and_version_match() {
+        let doc = document();
+        let codes: Vec<&str> = doc["components"]["schemas"]["Error"]["properties"]["error"]
+            ["properties"]["code"]["enum"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_str().unwrap())
+            .collect();
+        assert_eq!(codes, super::super::error::CODES);
+        assert_eq!(doc["info"]["version"], env!("CARGO_PKG_VERSION"));
+    }
+
+    #[test]
+    fn limits_match() {
+        let doc = document();
+        let body = &doc["components"]["schemas"]["SearchBody"]["properties"];
+        assert_eq!(body["k"]["maximum"], super::super::MAX_K);
+        assert_eq!(body["k"]["default"], super::super::DEFAULT_K);
+        assert_eq!(body["query"]["maxLength"], super::super::MAX_QUERY_BYTES);
+        let batch = &doc["paths"]["/v1/search/batch"]["post"]["requestBody"]["content"]
+            ["application/json"]["schema"];
+        assert_eq!(batch["maxItems"], super::super::MAX_BATCH);
+    }
+}
