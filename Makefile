@@ -17,7 +17,9 @@ build:
 
 ## Fetch the model, build, index tools/ and answer a sample query.
 demo: models build
-	$(BIN) tools list tools/
+	$(BIN) index tools/ --out index
+	$(BIN) query "$(QUERY)" --index index -k 5
+	$(BIN) query "$(QUERY)" --index index -k 3 --format khipu
 
 ## A venv with the official MCP Python SDK, for the MCP client test; a no-op when present.
 mcp-client: $(MCP_VENV)/.installed

@@ -36,6 +36,8 @@ pub struct SearchConfig {
     pub clause_vectors: bool,
     /// Subtracted from a clause vector's similarity, so the whole request wins ties.
     pub clause_penalty: f32,
+    /// How many query embeddings to keep in the LRU cache (0: no cache).
+    pub query_cache: usize,
     /// BM25 field boosts; `None` uses the ones recorded in the index.
     pub boosts: Option<crate::index::lexical::FieldBoosts>,
     /// ABSTAIN when the best tool's dense cosine is below this (dense/hybrid).
@@ -55,6 +57,7 @@ impl Default for SearchConfig {
             fusion: Fusion::default(),
             clause_vectors: true,
             clause_penalty: 0.0,
+            query_cache: 1024,
             boosts: None,
             min_dense: 0.30,
             min_lexical: 0.0,
@@ -186,6 +189,9 @@ impl Searcher {
             vec![]
         };
         let v = Arc::new(e.embed_query_parts(query, &spans)?);
+        if self.config.query_cache == 0 {
+            return Ok(v);
+        }
         self.cache
             .lock()
             .unwrap_or_else(|p| p.into_inner())
