@@ -107,10 +107,15 @@ fn a_broken_index_is_refused_and_the_old_one_keeps_serving() {
     let bad = index.path().join("gen-000099");
     std::fs::create_dir(&bad).unwrap();
     std::fs::write(bad.join("manifest.json"), "{not json").unwrap();
-    for name in ["gen-000099", "gen-000123"] {
+    for (refused, name) in [(1, "gen-000099"), (2, "gen-000123")] {
         std::fs::write(index.path().join("CURRENT.tmp"), format!("{name}\n")).unwrap();
         std::fs::rename(index.path().join("CURRENT.tmp"), &current).unwrap();
-        std::thread::sleep(Duration::from_millis(1500));
+        let counted = format!("toolrag_index_reloads_total{{outcome=\"error\"}} {refused}\n");
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while !s.get("/metrics").body.contains(&counted) {
+            assert!(std::time::Instant::now() < deadline, "{name} never refused");
+            std::thread::sleep(Duration::from_millis(100));
+        }
         assert_eq!(s.generation(), good);
         let r = s.post_json("/v1/search", r#"{"query": "read a file"}"#);
         assert_eq!(r.status, 200, "{}", r.body);
