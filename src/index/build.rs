@@ -129,16 +129,29 @@ fn tool_texts(tool: &ToolDef) -> Vec<(PointKind, String)> {
 fn previous_vectors(
     out: &Path,
     model: Option<&ModelInfo>,
-) -> (Option<Manifest>, HashMap<[u8; 16], Vec<f32>>) {
+) -> (Vec<ToolEntry>, HashMap<[u8; 16], Vec<f32>>) {
     let Ok(gen) = current_generation(out) else {
-        return (None, HashMap::new());
+        return (vec![], HashMap::new());
     };
-    let Ok(manifest) = Manifest::read(&gen) else {
-        return (None, HashMap::new());
+    // Read only what reuse needs, leniently: an index of an older format still
+    // lends its vectors (vectors.bin has its own magic and checks), so upgrading
+    // toolrag does not force re-embedding a registry.
+    #[derive(serde::Deserialize)]
+    struct Previous {
+        #[serde(default)]
+        model: Option<ModelInfo>,
+        #[serde(default)]
+        tools: Vec<ToolEntry>,
+    }
+    let Some(prev) = std::fs::read(gen.join("manifest.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Previous>(&b).ok())
+    else {
+        return (vec![], HashMap::new());
     };
     let mut cache = HashMap::new();
-    if let (Some(m), Some(prev)) = (model, &manifest.model) {
-        if m == prev {
+    if let (Some(m), Some(p)) = (model, &prev.model) {
+        if m == p {
             match dense::read_vectors(&gen.join("vectors.bin")) {
                 Ok((dim, points, vectors)) if dim == m.dimension => {
                     for (p, v) in points.iter().zip(vectors.chunks_exact(dim)) {
@@ -150,7 +163,7 @@ fn previous_vectors(
             }
         }
     }
-    (Some(manifest), cache)
+    (prev.tools, cache)
 }
 
 /// Builds an index of `registry` into `opts.out`. With `embedder` `None` the
@@ -176,14 +189,9 @@ pub fn build(
         ..BuildReport::default()
     };
     let old: HashMap<&str, &str> = previous
-        .as_ref()
-        .map(|m| {
-            m.tools
-                .iter()
-                .map(|t| (t.id.as_str(), t.hash.as_str()))
-                .collect()
-        })
-        .unwrap_or_default();
+        .iter()
+        .map(|t| (t.id.as_str(), t.hash.as_str()))
+        .collect();
     for (t, h) in tools.iter().zip(&hashes) {
         match old.get(t.id.as_str()) {
             None => report.new += 1,

@@ -40,18 +40,24 @@ pub struct FieldBoosts {
     pub tags: f32,
     /// The namespace.
     pub namespace: f32,
+    /// Everything above in one field (the tool's document text, example
+    /// requests, tags and namespace), so BM25 sees the tool's whole vocabulary
+    /// with one length normalisation.
+    #[serde(default)]
+    pub all: f32,
 }
 
 impl Default for FieldBoosts {
     fn default() -> Self {
         FieldBoosts {
-            name: 2.0,
-            summary: 1.0,
-            description: 1.0,
-            params: 0.5,
-            examples: 1.0,
-            tags: 1.0,
-            namespace: 0.5,
+            name: 1.0,
+            summary: 0.5,
+            description: 0.5,
+            params: 0.25,
+            examples: 0.5,
+            tags: 0.5,
+            namespace: 0.25,
+            all: 1.0,
         }
     }
 }
@@ -67,6 +73,7 @@ pub(crate) struct Fields {
     pub examples: Field,
     pub tags: Field,
     pub namespace: Field,
+    pub all: Field,
     pub namespace_raw: Field,
     pub tag_raw: Field,
 }
@@ -86,7 +93,8 @@ fn schema() -> (Schema, Fields) {
         params: b.add_text_field("params", text.clone()),
         examples: b.add_text_field("examples", text.clone()),
         tags: b.add_text_field("tags", text.clone()),
-        namespace: b.add_text_field("namespace", text),
+        namespace: b.add_text_field("namespace", text.clone()),
+        all: b.add_text_field("all", text),
         namespace_raw: b.add_text_field("namespace_raw", STRING),
         tag_raw: b.add_text_field("tag_raw", STRING),
     };
@@ -212,6 +220,18 @@ pub(crate) fn write(dir: &Path, tools: &[ToolDef]) -> Result<()> {
         }
         doc.add_text(f.namespace, &t.namespace);
         doc.add_text(f.namespace_raw, &t.namespace);
+        let mut all = crate::registry::document_text(t);
+        for e in &t.examples {
+            all.push(' ');
+            all.push_str(&e.request);
+        }
+        for tag in &t.tags {
+            all.push(' ');
+            all.push_str(tag);
+        }
+        all.push(' ');
+        all.push_str(&t.namespace);
+        doc.add_text(f.all, all);
         writer.add_document(doc).map_err(terr)?;
     }
     writer.commit().map_err(terr)?;
@@ -308,6 +328,7 @@ impl LexicalIndex {
             (f.examples, b.examples),
             (f.tags, b.tags),
             (f.namespace, b.namespace),
+            (f.all, b.all),
         ];
         let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         for term in &terms {

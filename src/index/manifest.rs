@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 /// The on-disk format version. Bump it on any incompatible change to the files
 /// of a generation folder; older or newer indexes are then refused with
 /// [`Error::IncompatibleIndex`].
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// The embedding model an index was built with.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

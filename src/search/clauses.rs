@@ -58,7 +58,7 @@ mod tests {
             [
                 "Find the invoice from March",
                 "email it to Ana",
-                "post a note in #billing"
+                "Also post a note in #billing"
             ]
         );
         assert_eq!(
