@@ -54,7 +54,7 @@ pub fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
             .await
             .context("the MCP handshake failed")?;
         let result = service.waiting().await;
-        watcher.abort();
+        drop(watcher);
         result.context("the MCP server failed")?;
         anyhow::Ok(())
     });

@@ -144,11 +144,11 @@ async fn serve(
         r = &mut server => r,
         _ = async { wait_for(stopping).await; tokio::time::sleep(GRACE).await } => {
             eprintln!("toolrag: requests still running after {} s; exiting", GRACE.as_secs());
-            watcher.abort();
+            drop(watcher);
             return Ok(ExitCode::SUCCESS);
         }
     };
-    watcher.abort();
+    drop(watcher);
     result
         .context("the server task failed")?
         .context("the server failed")?;

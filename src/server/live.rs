@@ -159,44 +159,64 @@ impl LiveIndex {
         }
     }
 
-    /// Polls `CURRENT` every `every` on a background task, reloading on
-    /// change and logging swaps (info) and refusals (error). Abort the handle
-    /// to stop it.
-    pub fn watch(self: Arc<Self>, every: Duration) -> tokio::task::JoinHandle<()> {
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(every);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tick.tick().await;
-                let me = self.clone();
-                let outcome = match tokio::task::spawn_blocking(move || me.reload_if_changed())
-                    .await
+    /// Polls `CURRENT` every `every` on a dedicated thread, reloading on
+    /// change and logging swaps (info) and refusals (error), until the
+    /// returned [`Watcher`] is dropped.
+    ///
+    /// One thread, always the same, loads every generation: the allocator
+    /// then reuses the memory of the generation it replaced, where loads spread
+    /// over a pool's threads (and so over the allocator's per-thread arenas)
+    /// made RSS climb by a third in a minute of reloads under load.
+    pub fn watch(self: Arc<Self>, every: Duration) -> Watcher {
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("toolrag-reload".into())
+            .spawn(move || {
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    stopped.recv_timeout(every)
                 {
-                    Ok(o) => o,
-                    Err(e) => {
-                        tracing::error!(target: "server::reload", "the reload task failed: {e}");
-                        continue;
-                    }
-                };
-                match outcome {
-                    Reload::Swapped(gen) => {
-                        let s = self.snapshot();
-                        tracing::info!(
-                            target: "server::reload",
-                            generation = %gen.display(),
-                            tools = s.tools().len(),
-                            "serving a new index generation"
-                        );
-                    }
-                    Reload::Refused(e) => tracing::error!(
-                        target: "server::reload",
-                        dir = %self.dir.display(),
-                        "refusing the new index generation; the previous one keeps serving: {e}"
-                    ),
-                    Reload::Unchanged | Reload::StillRefused => {}
+                    self.reload_and_log();
                 }
-            }
-        })
+            })
+            .expect("the reload thread starts");
+        Watcher {
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+
+    fn reload_and_log(&self) {
+        match self.reload_if_changed() {
+            Reload::Swapped(gen) => tracing::info!(
+                target: "server::reload",
+                generation = %gen.display(),
+                tools = self.snapshot().tools().len(),
+                "serving a new index generation"
+            ),
+            Reload::Refused(e) => tracing::error!(
+                target: "server::reload",
+                dir = %self.dir.display(),
+                "refusing the new index generation; the previous one keeps serving: {e}"
+            ),
+            Reload::Unchanged | Reload::StillRefused => {}
+        }
+    }
+}
+
+/// The reload thread of [`LiveIndex::watch`]; dropping it stops the thread
+/// (after the load in progress, if any).
+#[derive(Debug)]
+pub struct Watcher {
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 }
 

@@ -38,7 +38,7 @@ use axum::Router;
 
 pub use body::{check_k, check_query, SearchBody};
 pub use error::{ApiError, CODES};
-pub use live::{LiveIndex, Reload};
+pub use live::{LiveIndex, Reload, Watcher};
 
 /// The largest request body, in bytes.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
