@@ -5,6 +5,12 @@ use serde_json::{json, Value};
 use super::harness::{index_copy, request, Server};
 use super::{conforms, error_is};
 
+/// A request: method, path, and an optional (content type, body).
+type Call = (
+    &'static str,
+    &'static str,
+    Option<(&'static str, &'static str)>,
+);
 #[test]
 fn every_bad_request_gets_its_status_and_code() {
     let index = index_copy();
@@ -18,7 +24,7 @@ fn every_bad_request_gets_its_status_and_code() {
     let search = |body: &'static str| (post, "/v1/search", Some((json, body)));
     let batch = |body: &'static str| (post, "/v1/search/batch", Some((json, body)));
     #[rustfmt::skip]
-    let cases: Vec<((&str, &str, Option<(&str, &str)>), u16, &str)> = vec![
+    let cases: Vec<(Call, u16, &str)> = vec![
         (search(r#"{"query": "x""#), 400, "malformed_json"),
         (search(""), 400, "malformed_json"),
         (search(r#"{"query": 3}"#), 400, "invalid_request"),
