@@ -33,6 +33,7 @@
 
 pub mod embed;
 mod error;
+pub mod eval;
 pub mod gate;
 pub mod index;
 pub mod lint;

@@ -1,5 +1,6 @@
 //! Command-line parsing (clap derive) and dispatch to one module per subcommand.
 
+mod eval;
 mod gate;
 mod index;
 mod lint;
@@ -59,6 +60,8 @@ enum Command {
     Mcp(mcp::McpArgs),
     /// Check a Khipu plan: schema, groundedness, decision logic, approvals.
     Gate(gate::GateArgs),
+    /// Measure retrieval quality on labelled queries: recall, nDCG, MRR, abstain, latency.
+    Eval(eval::EvalArgs),
 }
 
 /// Options shared by every command that reads a registry.
@@ -212,5 +215,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => serve::run(args),
         Command::Mcp(args) => mcp::run(args),
         Command::Gate(args) => gate::run(args),
+        Command::Eval(args) => eval::run(args),
     }
 }

@@ -3,6 +3,7 @@
 mod cli_tools;
 mod common;
 mod embed;
+mod eval;
 mod gate;
 mod index;
 mod lint;
