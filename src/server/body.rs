@@ -1,5 +1,5 @@
-//! Request bodies: the search body, its limits, and the JSON extractor that
-//! turns every way a body can be wrong into a precise 4xx.
+//! Request bodies: the search body, its limits, the gate body, and the JSON
+//! extractor that turns every way a body can be wrong into a precise 4xx.
 
 use axum::extract::{FromRequest, Request};
 use axum::http::{header, StatusCode};
@@ -57,6 +57,73 @@ impl SearchBody {
             exclude_destructive: self.exclude_destructive,
             pin,
         })
+    }
+}
+
+/// The body of `POST /v1/gate`: `{"plan": <plan>, "offered"?: <candidate set>}`.
+///
+/// A bare plan is not accepted as the body: the envelope keeps room for
+/// `offered`, and a body that is not an envelope is refused with a hint (see
+/// [`GateBody::from_value`]) rather than gated as a plan with a dozen
+/// "unknown field" violations.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GateBody {
+    /// The plan, as parsed JSON. Any value but `null` gets a verdict, exactly
+    /// as `toolrag gate` would give it (a non-object is a `schema` violation).
+    pub plan: serde_json::Value,
+    /// The candidate set the plan model was offered: the response of
+    /// `POST /v1/search` (an object with `candidates`) or a bare array of
+    /// candidates. Absent or `null`: steps and citations are checked against
+    /// the plan's own candidates.
+    #[serde(default)]
+    pub offered: Option<serde_json::Value>,
+}
+
+/// Top-level fields of a Khipu plan: a body with one of them and no `plan`
+/// is a bare plan sent without its envelope.
+const PLAN_FIELDS: &[&str] = &["planId", "decision", "candidates", "steps", "citedNodeIds"];
+
+impl GateBody {
+    /// Reads a gate body, with a precise message for every way it can be
+    /// wrong: not an object, a bare plan, a missing or `null` plan, an
+    /// unknown field.
+    pub fn from_value(v: serde_json::Value) -> Result<GateBody, ApiError> {
+        let serde_json::Value::Object(fields) = &v else {
+            return Err(ApiError::bad_request(
+                "invalid_request",
+                format!(
+                    "a gate request must be a JSON object with a `plan`, not {}",
+                    json_type(&v)
+                ),
+            ));
+        };
+        if !fields.contains_key("plan") && PLAN_FIELDS.iter().any(|f| fields.contains_key(*f)) {
+            return Err(ApiError::bad_request(
+                "invalid_request",
+                "missing field `plan`: the body looks like a bare plan; send \
+                 {\"plan\": <the plan>, \"offered\": <the candidate set>} instead",
+            ));
+        }
+        if fields.get("plan").is_some_and(serde_json::Value::is_null) {
+            return Err(ApiError::bad_request(
+                "invalid_request",
+                "plan: the plan is null; send the plan the model proposed",
+            ));
+        }
+        parse_value(v)
+    }
+}
+
+/// How a JSON value's type is named in messages: `an array`, `null`.
+pub fn json_type(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
     }
 }
 
@@ -194,6 +261,22 @@ mod tests {
         );
         let e = parse::<SearchBody>(br#"{"query": "#).unwrap_err();
         assert_eq!(e.code, "malformed_json");
+    }
+
+    #[test]
+    fn gate_bodies() {
+        use serde_json::json;
+        let ok = GateBody::from_value(json!({"plan": [1], "offered": null})).unwrap();
+        assert_eq!((ok.plan, ok.offered), (json!([1]), None));
+        let msg = |v| GateBody::from_value(v).unwrap_err().message;
+        assert_eq!(
+            msg(json!([])),
+            "a gate request must be a JSON object with a `plan`, not an array"
+        );
+        assert_eq!(msg(json!({})), "missing field `plan`");
+        assert!(msg(json!({"planId": "p", "decision": "ABSTAIN"})).contains("bare plan"));
+        assert!(msg(json!({"plan": null})).starts_with("plan: the plan is null"));
+        assert!(msg(json!({"plan": {}, "offred": []})).contains("unknown field `offred`"));
     }
 
     #[test]

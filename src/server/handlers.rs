@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 
-use super::body::{parse_value, JsonBody, SearchBody};
+use super::body::{json_type, parse_value, GateBody, JsonBody, SearchBody};
 use super::live::{generation_name, Answer};
 use super::{ApiError, AppState, MAX_BATCH};
 
@@ -78,17 +78,12 @@ fn search_body(v: serde_json::Value) -> Result<SearchBody, ApiError> {
 }
 
 fn not_an_object(v: &serde_json::Value) -> ApiError {
-    let what = match v {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "a boolean",
-        serde_json::Value::Number(_) => "a number",
-        serde_json::Value::String(_) => "a string",
-        serde_json::Value::Array(_) => "an array",
-        serde_json::Value::Object(_) => "an object",
-    };
     ApiError::bad_request(
         "invalid_request",
-        format!("a search request must be a JSON object with a `query`, not {what}"),
+        format!(
+            "a search request must be a JSON object with a `query`, not {}",
+            json_type(v)
+        ),
     )
 }
 
@@ -98,6 +93,40 @@ fn at(i: usize, e: ApiError) -> ApiError {
         message: format!("[{i}]: {}", e.message),
         ..e
     }
+}
+
+/// `POST /v1/gate`: the plan gate's verdict on one plan, the same JSON as
+/// `toolrag gate --format json --index`. Cited tools are resolved in the
+/// generation being served, so the destructive ones are listed in
+/// `requiresApproval`. A verdict is 200 whether the plan is valid or not; only
+/// a body that is not a gate request is a 4xx.
+pub async fn gate(
+    State(app): State<AppState>,
+    JsonBody(body): JsonBody<serde_json::Value>,
+) -> Result<Response, ApiError> {
+    let GateBody { plan, offered } = GateBody::from_value(body)?;
+    let offered = offered
+        .map(|v| crate::gate::parse_offered(&v))
+        .transpose()
+        .map_err(|e| match e {
+            crate::Error::InvalidInput(m) => ApiError::bad_request("invalid_request", m),
+            other => other.into(),
+        })?;
+    let live = app.live()?;
+    let answer = app
+        .run_blocking(move || {
+            let s = live.snapshot();
+            let gate = crate::gate::Gate {
+                offered: offered.as_deref(),
+                tools: Some(&*s as &dyn crate::gate::ToolResolver),
+            };
+            Answer {
+                generation: generation_name(&s),
+                value: gate.check(&plan),
+            }
+        })
+        .await?;
+    Ok(with_generation(answer))
 }
 
 /// `GET /v1/tools/{id}`: the full card of a tool, by id or `tool://` handle.

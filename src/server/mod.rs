@@ -1,6 +1,6 @@
-//! The HTTP API: search, batch search, tool cards, health, metrics and the
-//! OpenAPI description, over a [`LiveIndex`] that reloads itself when a new
-//! index generation is published.
+//! The HTTP API: search, batch search, the plan gate, tool cards, health,
+//! metrics and the OpenAPI description, over a [`LiveIndex`] that reloads
+//! itself when a new index generation is published.
 //!
 //! The server uses only the public library API: it opens a
 //! [`Searcher`](crate::search::Searcher), turns results into Khipu candidate
@@ -36,7 +36,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use axum::Router;
 
-pub use body::{check_k, check_query, SearchBody};
+pub use body::{check_k, check_query, GateBody, SearchBody};
 pub use error::{ApiError, CODES};
 pub use live::{LiveIndex, Reload, Watcher};
 
@@ -58,6 +58,7 @@ pub const RELOAD_POLL: Duration = Duration::from_millis(500);
 pub const ROUTES: &[(&str, &str)] = &[
     ("post", "/v1/search"),
     ("post", "/v1/search/batch"),
+    ("post", "/v1/gate"),
     ("get", "/v1/tools/{id}"),
     ("get", "/healthz"),
     ("get", "/readyz"),
@@ -169,6 +170,7 @@ pub fn router(state: AppState) -> Router {
     let mut app = Router::new()
         .route("/v1/search", post(handlers::search))
         .route("/v1/search/batch", post(handlers::search_batch))
+        .route("/v1/gate", post(handlers::gate))
         .route("/v1/tools/{*id}", get(handlers::tool))
         .route("/healthz", get(handlers::healthz))
         .route("/readyz", get(handlers::readyz))

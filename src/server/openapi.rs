@@ -2,7 +2,8 @@
 //!
 //! The document is hand-written (`openapi.json` beside this file) and checked
 //! against the code by tests: its paths are exactly [`ROUTES`](super::ROUTES),
-//! its error codes are exactly [`CODES`](super::error::CODES), and the
+//! its error codes are exactly [`CODES`](super::error::CODES), its gate
+//! violation codes are exactly [`Code::ALL`](crate::gate::Code::ALL), and the
 //! integration tests validate real responses against its schemas.
 
 use axum::http::header;
@@ -71,6 +72,26 @@ mod tests {
             .collect();
         assert_eq!(codes, super::super::error::CODES);
         assert_eq!(doc["info"]["version"], env!("CARGO_PKG_VERSION"));
+    }
+
+    #[test]
+    fn gate_codes_match() {
+        use crate::gate::{ApprovalReason, Code};
+        let doc = document();
+        let schemas = &doc["components"]["schemas"];
+        let codes: Vec<Code> =
+            serde_json::from_value(schemas["Violation"]["properties"]["code"]["enum"].clone())
+                .unwrap();
+        assert_eq!(codes, Code::ALL);
+        let reasons: Vec<ApprovalReason> = serde_json::from_value(
+            schemas["Approval"]["properties"]["reasons"]["items"]["enum"].clone(),
+        )
+        .unwrap();
+        use ApprovalReason::*;
+        assert_eq!(
+            reasons,
+            [Destructive, MayBeDestructive, OpenWorldNotIdempotent]
+        );
     }
 
     #[test]

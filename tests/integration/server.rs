@@ -1,6 +1,7 @@
 //! The HTTP server (`toolrag serve`) over a real index and the real model: every endpoint in its documented shape, auth and CORS, graceful shutdown; errors and reloads in the submodules.
 
 mod errors;
+mod gate;
 pub mod harness;
 mod reload;
 
