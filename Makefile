@@ -40,6 +40,10 @@ test: models mcp-client
 lint-tools:
 	$(CARGO) run --quiet --bin toolrag -- lint tools/ --deny-warnings
 
+## Regenerate every figure in BENCHMARKS.md (scripts/bench; hours, on a quiet machine).
+bench: models build
+	scripts/bench all
+
 fmt:
 	$(CARGO) fmt --all
 
