@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
+use tantivy::query::{BooleanQuery, BoostQuery, DisjunctionMaxQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions, STRING,
 };
@@ -21,6 +21,14 @@ const ANALYZER: &str = "toolrag";
 /// The most distinct terms a query contributes; longer queries are cut, so a
 /// megabyte of text cannot build a megabyte query.
 pub const MAX_QUERY_TERMS: usize = 64;
+
+/// Up to this many documents, a query's term clauses are scored as a plain
+/// union; above it, as a boolean query, which tantivy runs with block-max WAND.
+/// On small indexes WAND cannot skip much (a posting block holds 128
+/// documents) and re-sorting dozens of term scorers at every pivot dominates:
+/// on bfcl (3,258 tools) the union took the lexical p50 from 1.11 ms to
+/// 0.38 ms with the same ranking (BENCHMARKS.md, "Query latency").
+pub const UNION_MAX_DOCS: u64 = 20_000;
 
 /// Per-field BM25 boosts. Chosen by measurement on the dev datasets; see
 /// BENCHMARKS.md.
@@ -49,11 +57,17 @@ pub struct FieldBoosts {
 
 impl Default for FieldBoosts {
     fn default() -> Self {
+        // Every query term becomes one clause per field with a boost above
+        // zero, so each field costs latency. The description and parameters
+        // are in `all` already; their own fields bought nothing on the dev
+        // datasets or the golden set and cost a third of the lexical p50
+        // (BENCHMARKS.md, "What each change bought"), so they are off by
+        // default and can be turned on in toolrag.toml.
         FieldBoosts {
-            name: 1.0,
+            name: 0.5,
             summary: 0.5,
-            description: 0.5,
-            params: 0.25,
+            description: 0.0,
+            params: 0.0,
             examples: 0.5,
             tags: 0.5,
             namespace: 0.25,
@@ -343,7 +357,16 @@ impl LexicalIndex {
                 should.push((Occur::Should, Box::new(BoostQuery::new(Box::new(q), boost))));
             }
         }
-        let text_query: Box<dyn Query> = Box::new(BooleanQuery::new(should));
+        let searcher = self.reader.searcher();
+        let text_query: Box<dyn Query> = if searcher.num_docs() <= UNION_MAX_DOCS {
+            // A dis-max with tie-breaker 1 scores the sum of its clauses, as the
+            // boolean query does, but runs as a plain union instead of
+            // block-max WAND (see UNION_MAX_DOCS).
+            let clauses = should.into_iter().map(|(_, q)| q).collect();
+            Box::new(DisjunctionMaxQuery::with_tie_breaker(clauses, 1.0))
+        } else {
+            Box::new(BooleanQuery::new(should))
+        };
         let query: Box<dyn Query> = if filter.namespaces.is_empty() && filter.tags.is_empty() {
             text_query
         } else {
@@ -369,21 +392,31 @@ impl LexicalIndex {
             }
             Box::new(BooleanQuery::new(must))
         };
-        let searcher = self.reader.searcher();
         let top = searcher
             .search(
                 &query,
                 &tantivy::collector::TopDocs::with_limit(limit).order_by_score(),
             )
             .map_err(terr)?;
+        // One "ord" column per segment, opened once per search, not per hit.
+        let mut columns: Vec<Option<tantivy::columnar::Column<u64>>> =
+            vec![None; searcher.segment_readers().len()];
         let mut out = Vec::with_capacity(top.len());
         for (score, addr) in top {
-            let ords = searcher
-                .segment_reader(addr.segment_ord)
-                .fast_fields()
-                .u64("ord")
-                .map_err(terr)?;
-            let ord = ords.first(addr.doc_id).unwrap_or(0);
+            let slot = &mut columns[addr.segment_ord as usize];
+            if slot.is_none() {
+                *slot = Some(
+                    searcher
+                        .segment_reader(addr.segment_ord)
+                        .fast_fields()
+                        .u64("ord")
+                        .map_err(terr)?,
+                );
+            }
+            let ord = slot
+                .as_ref()
+                .and_then(|c| c.first(addr.doc_id))
+                .unwrap_or(0);
             out.push((ord as u32, score));
         }
         Ok(out)
