@@ -70,6 +70,8 @@ pub struct Searcher {
     dir: PathBuf,
     manifest: Manifest,
     tools: Vec<ToolDef>,
+    /// Tool ordinal by id, for handles and pins.
+    by_id: std::collections::HashMap<String, u32>,
     lexical: LexicalIndex,
     dense: Option<DenseIndex>,
     embedder: Option<Arc<dyn Embedder>>,
@@ -126,15 +128,21 @@ impl Searcher {
         } else {
             Some(DenseIndex::open(&gen)?)
         };
+        let by_id = tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.id.clone(), i as u32))
+            .collect();
         Ok(Searcher {
             dir: gen,
             manifest,
             tools,
+            by_id,
             lexical,
             dense,
             embedder,
             cache: Mutex::new(lru::LruCache::new(
-                NonZeroUsize::new(1024).expect("non-zero"),
+                NonZeroUsize::new(config.query_cache.max(1)).expect("non-zero"),
             )),
             config,
         })
@@ -165,7 +173,7 @@ impl Searcher {
         let id = id
             .strip_prefix(crate::registry::HANDLE_SCHEME)
             .unwrap_or(id);
-        self.tools.iter().find(|t| t.id == id)
+        self.by_id.get(id).map(|&o| &self.tools[o as usize])
     }
 
     /// The embeddings of `query`: the whole request, then one per clause when
@@ -223,13 +231,12 @@ impl Searcher {
         let mut pins = Vec::new();
         for p in &req.pin {
             let id = p.strip_prefix(crate::registry::HANDLE_SCHEME).unwrap_or(p);
-            let ord = self
-                .tools
-                .iter()
-                .position(|t| t.id == id)
+            let ord = *self
+                .by_id
+                .get(id)
                 .ok_or_else(|| Error::InvalidInput(format!("unknown pinned tool `{p}`")))?;
-            if !pins.contains(&(ord as u32)) {
-                pins.push(ord as u32);
+            if !pins.contains(&ord) {
+                pins.push(ord);
             }
         }
         let mode = match req.mode {
