@@ -29,8 +29,12 @@ pub struct EmbedOptions {
     pub sessions: usize,
     /// Texts are truncated to this many tokens (the model was trained on 256).
     pub max_tokens: usize,
-    /// Documents are embedded this many at a time. On the int8 model small
-    /// batches are faster than large ones (see BENCHMARKS.md).
+    /// Documents are embedded this many at a time. On this int8 model one at
+    /// a time is fastest and smallest: on 1,000 synthetic tools with two
+    /// sessions, batch 1 took 14 s and 0.49 GB peak RSS, batch 4 17–19 s and
+    /// 0.70 GB, batch 16 26 s and 1.5 GB, batch 32 41 s and 2.3 GB
+    /// (BENCHMARKS.md, "Index build"). A batch pads every text to its longest,
+    /// and ONNX Runtime keeps the memory of the largest shape it has seen.
     pub batch_size: usize,
 }
 
@@ -40,7 +44,7 @@ impl Default for EmbedOptions {
             threads: 1,
             sessions: 1,
             max_tokens: 256,
-            batch_size: 16,
+            batch_size: 1,
         }
     }
 }

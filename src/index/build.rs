@@ -1,6 +1,7 @@
 //! Building an index generation, reusing the vectors of unchanged texts.
 
 use std::collections::HashMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -258,19 +259,31 @@ pub fn build(
         progress(BuildProgress::EmbedDone);
 
         let dim = info.dimension;
+        // Each vector moves out of the cache at its text's last use, so the
+        // cache and the flat array are not both held in full.
+        let mut uses: HashMap<[u8; 16], usize> = HashMap::with_capacity(points.len());
+        for p in &points {
+            *uses.entry(p.text_hash).or_default() += 1;
+        }
         let mut vectors = Vec::with_capacity(points.len() * dim);
         for p in &points {
-            let v = cache
-                .get(&p.text_hash)
-                .ok_or_else(|| Error::Embed("a text has no vector".into()))?;
+            let left = uses.get_mut(&p.text_hash).expect("counted above");
+            *left -= 1;
+            let v = if *left == 0 {
+                cache.remove(&p.text_hash)
+            } else {
+                cache.get(&p.text_hash).cloned()
+            }
+            .ok_or_else(|| Error::Embed("a text has no vector".into()))?;
             if v.len() != dim {
                 return Err(Error::Embed(format!(
                     "the model gave {} dimensions, not {dim}",
                     v.len()
                 )));
             }
-            vectors.extend_from_slice(v);
+            vectors.extend_from_slice(&v);
         }
+        drop(cache);
         counts.points = points.len();
         counts.examples = points
             .iter()
@@ -285,15 +298,19 @@ pub fn build(
     let file = std::fs::File::create(&tools_path).map_err(|e| Error::io(&tools_path, e))?;
     let mut w = std::io::BufWriter::new(file);
     // Item spans only serve lint; the index keeps the tool's own location.
-    let stored: Vec<ToolDef> = tools
-        .iter()
-        .map(|t| {
-            let mut t = t.clone();
-            t.source.spans.clear();
-            t
-        })
-        .collect();
-    serde_json::to_writer(&mut w, &stored).map_err(|e| Error::Index(e.to_string()))?;
+    // Written one tool at a time: a copy of a large registry would double
+    // its memory.
+    let io = |e: std::io::Error| Error::io(&tools_path, e);
+    w.write_all(b"[").map_err(io)?;
+    for (i, t) in tools.iter().enumerate() {
+        if i > 0 {
+            w.write_all(b",").map_err(io)?;
+        }
+        let mut t = t.clone();
+        t.source.spans.clear();
+        serde_json::to_writer(&mut w, &t).map_err(|e| Error::Index(e.to_string()))?;
+    }
+    w.write_all(b"]").map_err(io)?;
     let file = w
         .into_inner()
         .map_err(|e| Error::io(&tools_path, e.into_error()))?;

@@ -82,6 +82,12 @@ pub(crate) fn write_vectors(
 
 /// Reads what [`write_vectors`] wrote: `(dim, points, flat vectors)`.
 pub(crate) fn read_vectors(path: &Path) -> Result<(usize, Vec<Point>, Vec<f32>)> {
+    read_vector_file(path, true)
+}
+
+/// Reads `vectors.bin`; without `with_vectors`, only its header and point
+/// table (a searcher needs the map, not the raw vectors the graph holds).
+fn read_vector_file(path: &Path, with_vectors: bool) -> Result<(usize, Vec<Point>, Vec<f32>)> {
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let mut r = BufReader::new(file);
     let bad = |what: &str| Error::Index(format!("{}: {what}", path.display()));
@@ -113,6 +119,17 @@ pub(crate) fn read_vectors(path: &Path) -> Result<(usize, Vec<Point>, Vec<f32>)>
             kind,
             text_hash,
         });
+    }
+    if !with_vectors {
+        let len = r
+            .get_ref()
+            .metadata()
+            .map_err(|e| Error::io(path, e))?
+            .len();
+        if len != (8 + 4 + 4 + 21 * n + 4 * n * dim) as u64 {
+            return Err(bad("vector data has the wrong length"));
+        }
+        return Ok((dim, points, Vec::new()));
     }
     let mut raw = Vec::with_capacity(n * dim * 4);
     r.read_to_end(&mut raw).map_err(|e| Error::io(path, e))?;
@@ -175,7 +192,7 @@ impl FilterT for ToolFilter<'_> {
 impl DenseIndex {
     /// Opens the dense side stored in `dir`: the point map and the dumped graph.
     pub fn open(dir: &Path) -> Result<DenseIndex> {
-        let (dim, points, _vectors) = read_vectors(&dir.join("vectors.bin"))?;
+        let (dim, points, _) = read_vector_file(&dir.join("vectors.bin"), false)?;
         let hnsw = if points.is_empty() {
             None
         } else {
