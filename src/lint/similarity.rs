@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 use rayon::prelude::*;
 
-use crate::embed::Embedder;
+use crate::embed::{dot, Embedder};
 use crate::error::Result;
 use crate::registry::{document_text, split_identifier, Registry};
 
@@ -208,24 +208,6 @@ pub fn dense_pairs(vectors: &[Vec<f32>], threshold: f32) -> Vec<SimilarPair> {
         .collect();
     pairs.sort_by_key(|p| (p.a, p.b));
     pairs
-}
-
-/// A dot product written so that the compiler vectorises it (eight lanes).
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut lanes = [0f32; 8];
-    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = ca
-        .remainder()
-        .iter()
-        .zip(cb.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (x, y) in ca.zip(cb) {
-        for k in 0..8 {
-            lanes[k] += x[k] * y[k];
-        }
-    }
-    lanes.iter().sum::<f32>() + tail
 }
 
 /// The [`document_text`] of every tool, in registry order.
