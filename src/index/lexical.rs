@@ -259,6 +259,7 @@ pub struct LexicalIndex {
     reader: IndexReader,
     fields: Fields,
     boosts: FieldBoosts,
+    union_max_docs: u64,
 }
 
 impl std::fmt::Debug for LexicalIndex {
@@ -281,6 +282,12 @@ pub struct LexicalFilter<'a> {
 impl LexicalIndex {
     /// Opens the lexical index in `dir`.
     pub fn open(dir: &Path, boosts: FieldBoosts) -> Result<LexicalIndex> {
+        Self::open_with(dir, boosts, UNION_MAX_DOCS)
+    }
+
+    /// Opens the lexical index in `dir`, scoring as a plain union up to
+    /// `union_max_docs` documents and with block-max WAND above.
+    pub fn open_with(dir: &Path, boosts: FieldBoosts, union_max_docs: u64) -> Result<LexicalIndex> {
         let index = Index::open_in_dir(dir).map_err(terr)?;
         index.tokenizers().register(ANALYZER, analyzer());
         let reader = index
@@ -294,6 +301,7 @@ impl LexicalIndex {
             reader,
             fields,
             boosts,
+            union_max_docs,
         })
     }
 
@@ -358,7 +366,7 @@ impl LexicalIndex {
             }
         }
         let searcher = self.reader.searcher();
-        let text_query: Box<dyn Query> = if searcher.num_docs() <= UNION_MAX_DOCS {
+        let text_query: Box<dyn Query> = if searcher.num_docs() <= self.union_max_docs {
             // A dis-max with tie-breaker 1 scores the sum of its clauses, as the
             // boolean query does, but runs as a plain union instead of
             // block-max WAND (see UNION_MAX_DOCS).

@@ -48,6 +48,10 @@ pub struct SearchConfig {
     /// BM25 scores do not separate out-of-scope requests (measured AUROC below
     /// 0.5 on the golden set), so the default only abstains when nothing matches.
     pub min_lexical: f32,
+    /// Up to this many tools, BM25 scores a query's term clauses as a plain
+    /// union; above it, with tantivy's block-max WAND (see
+    /// [`crate::index::lexical::UNION_MAX_DOCS`]).
+    pub union_max_docs: u64,
 }
 
 impl Default for SearchConfig {
@@ -61,6 +65,7 @@ impl Default for SearchConfig {
             boosts: None,
             min_dense: 0.30,
             min_lexical: 0.0,
+            union_max_docs: crate::index::lexical::UNION_MAX_DOCS,
         }
     }
 }
@@ -119,9 +124,10 @@ impl Searcher {
                 manifest.counts.tools
             )));
         }
-        let lexical = LexicalIndex::open(
+        let lexical = LexicalIndex::open_with(
             &gen.join("lexical"),
             config.boosts.unwrap_or(manifest.boosts),
+            config.union_max_docs,
         )?;
         let dense = if manifest.lexical_only || embedder.is_none() {
             None
