@@ -30,6 +30,12 @@ pub async fn search(
     let body = search_body(body)?;
     let live = app.live()?;
     let req = body.into_request(&app.options().pinned)?;
+    // A lexical search takes a fraction of a millisecond: handing it to the
+    // blocking pool and back would cost more than the search (two thread
+    // switches per request). Model-bound modes go to the pool.
+    if req.mode == crate::search::Mode::Lexical {
+        return Ok(with_generation(live.search(&req)?));
+    }
     let answer = app.run_blocking(move || live.search(&req)).await??;
     Ok(with_generation(answer))
 }
