@@ -118,6 +118,63 @@ fn bench(c: &mut Criterion) {
         });
     }
     g.finish();
+    per_query_latency(&searcher, e.as_ref(), &qs);
+}
+
+/// Per-query latency of each mode over the same queries, interleaved (each
+/// query is embedded alone, then searched in every mode, before the next
+/// one), so that the ratios compare like with like. Criterion's estimates are
+/// means over samples of a rotating query mix; this gives true per-query
+/// p50/p95. Printed, and written to `target/bench-latency.json` for
+/// `scripts/bench`.
+fn per_query_latency(searcher: &Searcher, e: &dyn Embedder, qs: &[String]) {
+    use std::time::Instant;
+    const PASSES: usize = 3;
+    let names = [
+        "embed_query_only",
+        "lexical_top10",
+        "dense_top10",
+        "hybrid_top10",
+    ];
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
+    for _ in 0..PASSES {
+        for q in qs {
+            let t = Instant::now();
+            std::hint::black_box(e.embed_query(q).unwrap());
+            times[0].push(t.elapsed().as_secs_f64() * 1e3);
+            for (slot, mode) in [(1, Mode::Lexical), (2, Mode::Dense), (3, Mode::Hybrid)] {
+                let req = SearchRequest {
+                    query: q.clone(),
+                    k: 10,
+                    mode,
+                    ..Default::default()
+                };
+                let t = Instant::now();
+                std::hint::black_box(searcher.search(&req).unwrap());
+                times[slot].push(t.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+    }
+    let pct = |v: &[f64], p: f64| v[((v.len() - 1) as f64 * p).round() as usize];
+    let mut out = serde_json::Map::new();
+    println!(
+        "per-query latency, {} queries x {PASSES} passes, interleaved:",
+        qs.len()
+    );
+    for (name, mut v) in names.iter().zip(times) {
+        v.sort_by(f64::total_cmp);
+        let (p50, p95) = (pct(&v, 0.5), pct(&v, 0.95));
+        let mean = v.iter().sum::<f64>() / v.len() as f64;
+        println!("  {name:<18} p50 {p50:>8.3} ms  p95 {p95:>8.3} ms  mean {mean:>8.3} ms");
+        out.insert(
+            (*name).to_string(),
+            serde_json::json!({"p50_ms": p50, "p95_ms": p95, "mean_ms": mean, "n": v.len()}),
+        );
+    }
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-latency.json");
+    if let Err(err) = std::fs::write(&path, serde_json::Value::Object(out).to_string()) {
+        eprintln!("cannot write {}: {err}", path.display());
+    }
 }
 
 criterion_group!(benches, bench);
