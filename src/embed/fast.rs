@@ -159,6 +159,16 @@ impl FastEmbedder {
         };
         // Probe once: proves the model runs and tells the dimension.
         me.dimension = me.embed_query("probe")?.len();
+        // Run every session once on a text of the full window, so ONNX
+        // Runtime's memory arena reaches its high-water mark now rather than
+        // creeping up under load as longer requests arrive (a server's RSS
+        // would otherwise grow for minutes and look like a leak).
+        let longest = "word ".repeat(opts.max_tokens);
+        for s in &me.sessions {
+            let mut s = s.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            s.embed([longest.as_str()], Some(1))
+                .map_err(|e| Error::Embed(e.to_string()))?;
+        }
         Ok(me)
     }
 
