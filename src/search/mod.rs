@@ -292,14 +292,19 @@ impl Searcher {
             // Several points per tool (examples) and several query vectors
             // (clauses): look deeper, keep each tool's best similarity.
             let mut best: std::collections::HashMap<u32, f32> = std::collections::HashMap::new();
-            for (i, v) in vectors.iter().enumerate() {
+            let queries: Vec<&[f32]> = vectors.iter().map(Vec::as_slice).collect();
+            let found = d.search_many(
+                &queries,
+                depth * 3,
+                if filtered { Some(keep_dyn) } else { None },
+            );
+            for (i, hits) in found.into_iter().enumerate() {
                 let penalty = if i == 0 {
                     0.0
                 } else {
                     self.config.clause_penalty
                 };
-                for (p, sim) in d.search(v, depth * 3, if filtered { Some(keep_dyn) } else { None })
-                {
+                for (p, sim) in hits {
                     let tool = d.points()[p].tool;
                     let s = sim - penalty;
                     let e = best.entry(tool).or_insert(f32::MIN);
