@@ -155,6 +155,25 @@ fn per_query_latency(searcher: &Searcher, e: &dyn Embedder, qs: &[String]) {
             }
         }
     }
+    // Lexical on its own, as a lexical-only deployment runs it: back to back,
+    // with the index in the CPU caches (in the interleaved loop above it
+    // always follows a model call).
+    let mut alone = Vec::new();
+    for _ in 0..PASSES {
+        for q in qs {
+            let req = SearchRequest {
+                query: q.clone(),
+                k: 10,
+                mode: Mode::Lexical,
+                ..Default::default()
+            };
+            let t = Instant::now();
+            std::hint::black_box(searcher.search(&req).unwrap());
+            alone.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    times.push(alone);
+    let names = [&names[..], &["lexical_top10_alone"]].concat();
     let pct = |v: &[f64], p: f64| v[((v.len() - 1) as f64 * p).round() as usize];
     let mut out = serde_json::Map::new();
     println!(
