@@ -23,6 +23,18 @@ pub fn error_is(r: &Resp, status: u16, code: &str) {
     assert_eq!((r.status, r.code().as_str()), (status, code), "{}", r.body);
     conforms(&r.json(), "Error");
 }
+
+/// Asserts that `/metrics` counts no 5xx answer (but `/readyz`'s 503 while the
+/// index loaded), and returns the metrics text for further checks.
+pub fn no_server_errors(s: &Server) -> String {
+    let m = s.get("/metrics").body;
+    let server_errors: Vec<&str> = m
+        .lines()
+        .filter(|l| l.contains(r#"status="5"#) && !l.contains(r#"route="/readyz""#))
+        .collect();
+    assert!(server_errors.is_empty(), "{server_errors:?}");
+    m
+}
 #[test]
 fn every_endpoint_answers_in_its_documented_shape() {
     let index = index_copy();

@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 
 use super::harness::{index_copy, request, Server};
-use super::{conforms, error_is};
+use super::{conforms, error_is, no_server_errors};
 
 /// A request: method, path, and an optional (content type, body).
 type Call = (
@@ -84,12 +84,7 @@ fn every_bad_request_gets_its_status_and_code() {
         "[1]: k must be between 1 and 100, got 0"
     );
     // No 5xx on user input; /readyz answered 503 only while the index loaded.
-    let m = s.get("/metrics").body;
-    let server_errors: Vec<&str> = m
-        .lines()
-        .filter(|l| l.contains(r#"status="5"#) && !l.contains(r#"route="/readyz""#))
-        .collect();
-    assert!(server_errors.is_empty(), "{server_errors:?}");
+    no_server_errors(&s);
 }
 #[test]
 fn slow_requests_time_out_with_503() {

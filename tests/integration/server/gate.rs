@@ -5,7 +5,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use super::harness::{index_copy, request, Server};
-use super::{conforms, error_is};
+use super::{conforms, error_is, no_server_errors};
 use crate::common::{fixture, toolrag};
 
 fn read(path: &Path) -> Value {
@@ -198,12 +198,7 @@ fn a_body_that_is_not_a_gate_request_is_a_precise_4xx_and_a_token_is_needed() {
     error_is(&s.get("/v1/gate"), 405, "method_not_allowed");
 
     // Never a 5xx; /readyz answered 503 only while the index loaded.
-    let m = s.get("/metrics").body;
-    let server_errors: Vec<&str> = m
-        .lines()
-        .filter(|l| l.contains(r#"status="5"#) && !l.contains(r#"route="/readyz""#))
-        .collect();
-    assert!(server_errors.is_empty(), "{server_errors:?}");
+    let m = no_server_errors(&s);
     assert!(
         m.contains(
             r#"toolrag_http_requests_total{route="/v1/gate",method="POST",status="400"} 11"#
