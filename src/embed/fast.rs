@@ -12,6 +12,7 @@ use fastembed::{
 use super::model_dir::ModelDir;
 use super::Embedder;
 use crate::error::{Error, Result};
+use crate::registry::cut_chars;
 
 /// The model this build is made for; recorded in index manifests.
 pub const MODEL_ID: &str = "sentence-transformers/all-MiniLM-L6-v2 (int8 ONNX)";
@@ -197,13 +198,6 @@ fn normalize(mut v: Vec<f32>) -> Vec<f32> {
         v.iter_mut().for_each(|x| *x /= n);
     }
     v
-}
-
-fn cut_chars(text: &str, max: usize) -> &str {
-    match text.char_indices().nth(max) {
-        Some((i, _)) => &text[..i],
-        None => text,
-    }
 }
 
 impl Embedder for FastEmbedder {

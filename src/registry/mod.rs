@@ -23,6 +23,7 @@ pub use model::{
     Annotations, Boundary, EdgeCase, Example, Source, SourceFormat, ToolDef, HANDLE_SCHEME,
 };
 
+pub(crate) use text::cut_chars;
 pub use text::{document_text, parameter_texts, split_identifier};
 
 use crate::error::{Error, LoadError, LoadErrors, Location, Result};

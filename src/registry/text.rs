@@ -95,3 +95,11 @@ pub fn document_text(tool: &ToolDef) -> String {
     }
     s
 }
+
+/// The first `max` characters of `text` (not bytes: never splits a character).
+pub(crate) fn cut_chars(text: &str, max: usize) -> &str {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => &text[..i],
+        None => text,
+    }
+}

@@ -19,6 +19,7 @@ use crate::error::{Error, Result};
 use crate::index::dense::DenseIndex;
 use crate::index::lexical::{LexicalFilter, LexicalIndex};
 use crate::index::{current_generation, Manifest, ModelInfo};
+use crate::registry::cut_chars;
 use crate::registry::ToolDef;
 
 /// Queries are cut to this many characters before anything else.
@@ -430,12 +431,5 @@ pub fn may_be_destructive(t: &ToolDef) -> bool {
         (Some(true), _) => false,
         (_, Some(false)) => false,
         _ => true,
-    }
-}
-
-fn cut_chars(text: &str, max: usize) -> &str {
-    match text.char_indices().nth(max) {
-        Some((i, _)) => &text[..i],
-        None => text,
     }
 }
