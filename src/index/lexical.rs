@@ -24,11 +24,13 @@ pub const MAX_QUERY_TERMS: usize = 64;
 
 /// Up to this many documents, a query's term clauses are scored as a plain
 /// union; above it, as a boolean query, which tantivy runs with block-max WAND.
-/// On small indexes WAND cannot skip much (a posting block holds 128
-/// documents) and re-sorting dozens of term scorers at every pivot dominates:
-/// on bfcl (3,258 tools) the union took the lexical p50 from 1.11 ms to
-/// 0.38 ms with the same ranking (BENCHMARKS.md, "Query latency").
-pub const UNION_MAX_DOCS: u64 = 20_000;
+/// WAND re-sorts dozens of term scorers at every pivot and skipped too little
+/// to pay for it at every size measured: lexical p50 with 600 bfcl queries was
+/// 0.36 vs 1.11 ms at 3,258 tools (bfcl), 0.4 vs 1.0 ms at 10k and 1.6 vs
+/// 4.0 ms at 100k synthetic tools (BENCHMARKS.md, "What each change bought").
+/// So the union is used at every size; `search.unionMaxDocs` can bring WAND
+/// back for a registry large enough to measure otherwise.
+pub const UNION_MAX_DOCS: u64 = u64::MAX;
 
 /// Per-field BM25 boosts. Chosen by measurement on the dev datasets; see
 /// BENCHMARKS.md.
