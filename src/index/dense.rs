@@ -89,12 +89,17 @@ pub(crate) fn write_vectors(
 
 /// Reads what [`write_vectors`] wrote: `(dim, points, flat vectors)`.
 pub(crate) fn read_vectors(path: &Path) -> Result<(usize, Vec<Point>, Vec<f32>)> {
-    read_vector_file(path, true)
+    let (dim, points, vectors) = read_vector_file(path, usize::MAX)?;
+    Ok((dim, points, vectors.unwrap_or_default()))
 }
 
-/// Reads `vectors.bin`; without `with_vectors`, only its header and point
-/// table (a searcher needs the map, not the raw vectors the graph holds).
-fn read_vector_file(path: &Path, with_vectors: bool) -> Result<(usize, Vec<Point>, Vec<f32>)> {
+/// Reads `vectors.bin`: its header and point table, and the raw vectors only
+/// when there are at most `vectors_up_to` points (a searcher of a large index
+/// needs the map, not the vectors the graph holds).
+fn read_vector_file(
+    path: &Path,
+    vectors_up_to: usize,
+) -> Result<(usize, Vec<Point>, Option<Vec<f32>>)> {
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let mut r = BufReader::new(file);
     let bad = |what: &str| Error::Index(format!("{}: {what}", path.display()));
@@ -127,7 +132,7 @@ fn read_vector_file(path: &Path, with_vectors: bool) -> Result<(usize, Vec<Point
             text_hash,
         });
     }
-    if !with_vectors {
+    if n > vectors_up_to {
         let len = r
             .get_ref()
             .metadata()
@@ -136,7 +141,7 @@ fn read_vector_file(path: &Path, with_vectors: bool) -> Result<(usize, Vec<Point
         if len != (8 + 4 + 4 + 21 * n + 4 * n * dim) as u64 {
             return Err(bad("vector data has the wrong length"));
         }
-        return Ok((dim, points, Vec::new()));
+        return Ok((dim, points, None));
     }
     let mut raw = Vec::with_capacity(n * dim * 4);
     r.read_to_end(&mut raw).map_err(|e| Error::io(path, e))?;
@@ -147,7 +152,7 @@ fn read_vector_file(path: &Path, with_vectors: bool) -> Result<(usize, Vec<Point
         .chunks_exact(4)
         .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")))
         .collect();
-    Ok((dim, points, vectors))
+    Ok((dim, points, Some(vectors)))
 }
 
 /// Builds the HNSW graph over `vectors` (row-major, `dim` wide) and dumps it in `dir`.
@@ -201,11 +206,7 @@ impl FilterT for ToolFilter<'_> {
 impl DenseIndex {
     /// Opens the dense side stored in `dir`: the point map and the dumped graph.
     pub fn open(dir: &Path) -> Result<DenseIndex> {
-        let (dim, points, raw) = read_vector_file(
-            &dir.join("vectors.bin"),
-            (1..=EXACT_MAX_POINTS).contains(&count_points(&dir.join("vectors.bin"))?),
-        )?;
-        let vectors = (!raw.is_empty()).then_some(raw);
+        let (dim, points, vectors) = read_vector_file(&dir.join("vectors.bin"), EXACT_MAX_POINTS)?;
         let hnsw = if points.is_empty() {
             None
         } else {
@@ -260,7 +261,10 @@ impl DenseIndex {
             return vec![];
         }
         if let Some(vectors) = &self.vectors {
-            return self.exact(vectors, query, limit, keep);
+            return self
+                .scan(vectors, &[query], limit, keep)
+                .pop()
+                .unwrap_or_default();
         }
         let ef = (limit * 2).max(128);
         let found = match keep {
@@ -293,18 +297,26 @@ impl DenseIndex {
         limit: usize,
         keep: Option<&dyn Fn(u32) -> bool>,
     ) -> Vec<Vec<(usize, f32)>> {
-        let Some(vectors) = &self.vectors else {
-            return queries
+        match &self.vectors {
+            Some(vectors) if limit > 0 && queries.iter().all(|q| q.len() == self.dim) => {
+                self.scan(vectors, queries, limit, keep)
+            }
+            _ => queries
                 .iter()
                 .map(|q| self.search(q, limit, keep))
-                .collect();
-        };
-        if limit == 0 || queries.iter().any(|q| q.len() != self.dim) {
-            return queries
-                .iter()
-                .map(|q| self.search(q, limit, keep))
-                .collect();
+                .collect(),
         }
+    }
+
+    /// Every kept point's similarity with each query, the best `limit` of
+    /// each: one pass over `vectors` for all queries.
+    fn scan(
+        &self,
+        vectors: &[f32],
+        queries: &[&[f32]],
+        limit: usize,
+        keep: Option<&dyn Fn(u32) -> bool>,
+    ) -> Vec<Vec<(usize, f32)>> {
         let mut scored: Vec<Vec<(usize, f32)>> =
             vec![Vec::with_capacity(self.points.len()); queries.len()];
         for (i, v) in vectors.chunks_exact(self.dim).enumerate() {
@@ -317,23 +329,6 @@ impl DenseIndex {
         }
         scored.into_iter().map(|s| top(s, limit)).collect()
     }
-
-    /// Every point's similarity with `query`, the best `limit` kept.
-    fn exact(
-        &self,
-        vectors: &[f32],
-        query: &[f32],
-        limit: usize,
-        keep: Option<&dyn Fn(u32) -> bool>,
-    ) -> Vec<(usize, f32)> {
-        let scored: Vec<(usize, f32)> = vectors
-            .chunks_exact(self.dim)
-            .enumerate()
-            .filter(|(i, _)| keep.is_none_or(|k| k(self.points[*i].tool)))
-            .map(|(i, v)| (i, crate::embed::dot(query, v)))
-            .collect();
-        top(scored, limit)
-    }
 }
 
 /// The best `limit` of `scored`, best first (ties by point id).
@@ -345,15 +340,6 @@ fn top(mut scored: Vec<(usize, f32)>, limit: usize) -> Vec<(usize, f32)> {
     }
     scored.sort_by(by_score);
     scored
-}
-
-/// The number of points in a `vectors.bin`, from its header.
-fn count_points(path: &Path) -> Result<usize> {
-    let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut head = [0u8; 16];
-    f.read_exact(&mut head)
-        .map_err(|_| Error::Index(format!("{}: truncated header", path.display())))?;
-    Ok(u32::from_le_bytes(head[12..16].try_into().expect("4 bytes")) as usize)
 }
 
 #[cfg(test)]
