@@ -282,14 +282,10 @@ pub struct LexicalFilter<'a> {
 }
 
 impl LexicalIndex {
-    /// Opens the lexical index in `dir`.
-    pub fn open(dir: &Path, boosts: FieldBoosts) -> Result<LexicalIndex> {
-        Self::open_with(dir, boosts, UNION_MAX_DOCS)
-    }
-
     /// Opens the lexical index in `dir`, scoring as a plain union up to
-    /// `union_max_docs` documents and with block-max WAND above.
-    pub fn open_with(dir: &Path, boosts: FieldBoosts, union_max_docs: u64) -> Result<LexicalIndex> {
+    /// `union_max_docs` documents and with block-max WAND above (see
+    /// [`UNION_MAX_DOCS`]).
+    pub fn open(dir: &Path, boosts: FieldBoosts, union_max_docs: u64) -> Result<LexicalIndex> {
         let index = Index::open_in_dir(dir).map_err(terr)?;
         index.tokenizers().register(ANALYZER, analyzer());
         let reader = index

@@ -125,7 +125,7 @@ impl Searcher {
                 manifest.counts.tools
             )));
         }
-        let lexical = LexicalIndex::open_with(
+        let lexical = LexicalIndex::open(
             &gen.join("lexical"),
             config.boosts.unwrap_or(manifest.boosts),
             config.union_max_docs,
