@@ -171,7 +171,10 @@ pub fn open_live(
 ) -> anyhow::Result<LiveIndex> {
     let sessions = std::thread::available_parallelism().map_or(2, |n| n.get());
     let embedder: Option<Arc<dyn toolrag::embed::Embedder>> = match model.load_for_query(sessions) {
-        Ok(e) => Some(Arc::new(e)),
+        Ok(e) => {
+            e.warm_up()?;
+            Some(Arc::new(e))
+        }
         Err(e)
             if matches!(
                 e.downcast_ref::<toolrag::Error>(),

@@ -57,6 +57,7 @@ pub struct FastEmbedder {
     /// truncation, no padding for one text), for token offsets.
     tokenizer: tokenizers::Tokenizer,
     batch_size: usize,
+    max_tokens: usize,
     dimension: usize,
     model_sha256: String,
 }
@@ -155,22 +156,28 @@ impl FastEmbedder {
             sessions,
             tokenizer,
             batch_size: opts.batch_size.max(1),
+            max_tokens: opts.max_tokens,
             dimension: 0,
             model_sha256: dir.model_sha256()?,
         };
         // Probe once: proves the model runs and tells the dimension.
         me.dimension = me.embed_query("probe")?.len();
-        // Run every session once on a text of the full window, so ONNX
-        // Runtime's memory arena reaches its high-water mark now rather than
-        // creeping up under load as longer requests arrive (a server's RSS
-        // would otherwise grow for minutes and look like a leak).
-        let longest = "word ".repeat(opts.max_tokens);
-        for s in &me.sessions {
+        Ok(me)
+    }
+
+    /// Runs every session once on a text of the full window, so that ONNX
+    /// Runtime's memory arena reaches its high-water mark now rather than
+    /// creeping up under load as longer requests arrive (a server's RSS would
+    /// otherwise grow for minutes and look like a leak). For long-running
+    /// processes; a one-shot command would only pay for it at start-up.
+    pub fn warm_up(&self) -> Result<()> {
+        let longest = "word ".repeat(self.max_tokens);
+        for s in &self.sessions {
             let mut s = s.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             s.embed([longest.as_str()], Some(1))
                 .map_err(|e| Error::Embed(e.to_string()))?;
         }
-        Ok(me)
+        Ok(())
     }
 
     /// The sha256 of the model file.
