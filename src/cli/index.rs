@@ -60,7 +60,7 @@ pub fn run(args: IndexArgs) -> anyhow::Result<ExitCode> {
     let embedder = if args.lexical_only {
         None
     } else {
-        args.model.load_for_build()?
+        args.model.model_for_build()?
     };
     let opts = BuildOptions {
         out: args.out.clone(),
@@ -76,10 +76,7 @@ pub fn run(args: IndexArgs) -> anyhow::Result<ExitCode> {
             }
         }
     };
-    let model = embedder
-        .as_ref()
-        .map(|(e, info)| (e as &dyn toolrag::embed::Embedder, info.clone()));
-    let report = toolrag::index::build(&registry, model, &opts, &on_progress)?;
+    let report = toolrag::index::build(registry, embedder, &opts, &on_progress)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

@@ -97,11 +97,11 @@ pub struct ModelArgs {
 }
 
 impl ModelArgs {
-    /// Loads the embedder for building an index. No model at all is not an
-    /// error: the build falls back to lexical-only and says how to get one.
-    pub fn load_for_build(
-        &self,
-    ) -> anyhow::Result<Option<(toolrag::embed::FastEmbedder, toolrag::index::ModelInfo)>> {
+    /// The embedder for building an index, loaded by the build when it needs
+    /// it (after the registry is indexed and released). No model at all is
+    /// not an error: the build falls back to lexical-only and says how to get
+    /// one.
+    pub fn model_for_build(&self) -> anyhow::Result<Option<toolrag::index::BuildModel<'static>>> {
         use toolrag::embed::{EmbedOptions, Embedder, FastEmbedder, ModelDir};
         let dir = match ModelDir::locate(self.model_dir.as_deref()) {
             Ok(d) => d,
@@ -118,13 +118,9 @@ impl ModelArgs {
             sessions: threads,
             ..EmbedOptions::default()
         };
-        let e = FastEmbedder::load(&dir, &opts)?;
-        let info = toolrag::index::ModelInfo {
-            id: e.model_id().to_string(),
-            dimension: e.dimension(),
-            sha256: e.fingerprint().to_string(),
-        };
-        Ok(Some((e, info)))
+        Ok(Some(toolrag::index::BuildModel::Deferred(Box::new(
+            move || FastEmbedder::load(&dir, &opts).map(|e| Box::new(e) as Box<dyn Embedder>),
+        ))))
     }
 }
 

@@ -45,21 +45,15 @@ pub trait Embedder: Send + Sync {
 }
 
 /// The dot product of two vectors; the cosine similarity for normalised ones.
+///
+/// SimSIMD picks the widest instructions the CPU has at run time (AVX2, AVX-512,
+/// NEON), which the portable build cannot assume. Vectors of different lengths
+/// are compared over the shorter one.
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    // Eight independent sums, so the compiler keeps them in one SIMD register
-    // instead of a serial chain of additions.
-    let mut lanes = [0f32; 8];
-    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = ca
-        .remainder()
-        .iter()
-        .zip(cb.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (x, y) in ca.zip(cb) {
-        for k in 0..8 {
-            lanes[k] += x[k] * y[k];
-        }
+    use simsimd::SpatialSimilarity;
+    let n = a.len().min(b.len());
+    match f32::dot(&a[..n], &b[..n]) {
+        Some(d) => d as f32,
+        None => a.iter().zip(b).map(|(x, y)| x * y).sum(),
     }
-    lanes.iter().sum::<f32>() + tail
 }

@@ -126,52 +126,135 @@ fn tool_texts(tool: &ToolDef) -> Vec<(PointKind, String)> {
     out
 }
 
-/// Vectors of the live generation, by text hash, when it used the same model.
-fn previous_vectors(
-    out: &Path,
-    model: Option<&ModelInfo>,
-) -> (Vec<ToolEntry>, HashMap<[u8; 16], Vec<f32>>) {
-    let Ok(gen) = current_generation(out) else {
-        return (vec![], HashMap::new());
-    };
-    // Read only what reuse needs, leniently: an index of an older format still
-    // lends its vectors (vectors.bin has its own magic and checks), so upgrading
-    // toolrag does not force re-embedding a registry.
-    #[derive(serde::Deserialize)]
-    struct Previous {
-        #[serde(default)]
-        model: Option<ModelInfo>,
-        #[serde(default)]
-        tools: Vec<ToolEntry>,
-    }
-    let Some(prev) = std::fs::read(gen.join("manifest.json"))
-        .ok()
-        .and_then(|b| serde_json::from_slice::<Previous>(&b).ok())
-    else {
-        return (vec![], HashMap::new());
-    };
-    let mut cache = HashMap::new();
-    if let (Some(m), Some(p)) = (model, &prev.model) {
-        if m == p {
-            match dense::read_vectors(&gen.join("vectors.bin")) {
-                Ok((dim, points, vectors)) if dim == m.dimension => {
-                    for (p, v) in points.iter().zip(vectors.chunks_exact(dim)) {
-                        cache.insert(p.text_hash, v.to_vec());
-                    }
-                }
-                Ok(_) => {}
-                Err(e) => tracing::warn!(target: "index", "not reusing vectors: {e}"),
-            }
-        }
-    }
-    (prev.tools, cache)
+/// What the build reads of the live generation's manifest: enough to count
+/// new, changed and removed tools, and to tell whether its vectors are reusable.
+/// Read leniently: an index of an older format still lends its vectors
+/// (`vectors.bin` has its own magic and checks), so upgrading toolrag does not
+/// force re-embedding a registry.
+#[derive(Default, serde::Deserialize)]
+struct Previous {
+    #[serde(skip)]
+    generation: Option<PathBuf>,
+    #[serde(default)]
+    model: Option<ModelInfo>,
+    #[serde(default)]
+    tools: Vec<ToolEntry>,
 }
 
-/// Builds an index of `registry` into `opts.out`. With `embedder` `None` the
+fn previous_manifest(out: &Path) -> Previous {
+    let Ok(gen) = current_generation(out) else {
+        return Previous::default();
+    };
+    let mut prev = std::fs::read(gen.join("manifest.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Previous>(&b).ok())
+        .unwrap_or_default();
+    prev.generation = Some(gen);
+    prev
+}
+
+/// The previous generation's vectors of the texts in `wanted`, by text hash,
+/// when it used the same model. Streamed from the file: only the vectors this
+/// build needs are kept.
+fn previous_vectors(
+    prev: &Previous,
+    model: &ModelInfo,
+    wanted: &std::collections::HashSet<[u8; 16]>,
+) -> HashMap<[u8; 16], Vec<f32>> {
+    let mut cache = HashMap::new();
+    let (Some(gen), Some(p)) = (&prev.generation, &prev.model) else {
+        return cache;
+    };
+    if p != model {
+        return cache;
+    }
+    let path = gen.join("vectors.bin");
+    let mut read = || -> Result<()> {
+        let mut r = dense::VectorReader::open(&path)?;
+        let dim = r.dim();
+        if dim != model.dimension {
+            return Ok(());
+        }
+        let mut chunk = Vec::new();
+        let mut at = 0;
+        loop {
+            r.next_chunk(4096, &mut chunk)?;
+            if chunk.is_empty() {
+                return Ok(());
+            }
+            for v in chunk.chunks_exact(dim) {
+                let h = r.points()[at].text_hash;
+                at += 1;
+                if wanted.contains(&h) {
+                    cache.insert(h, v.to_vec());
+                }
+            }
+        }
+    };
+    if let Err(e) = read() {
+        tracing::warn!(target: "index", "not reusing vectors: {e}");
+        cache.clear();
+    }
+    cache
+}
+
+/// Where a build gets its embedding model.
+pub enum BuildModel<'a> {
+    /// An embedder the caller holds, and may keep using after the build.
+    Loaded(&'a dyn Embedder),
+    /// A loader, called once the registry has been indexed lexically and
+    /// released; the embedder is dropped again before the graph is built. A
+    /// large build then holds the registry, the model and the graph one after
+    /// the other, never together.
+    Deferred(Box<dyn FnOnce() -> Result<Box<dyn Embedder>> + 'a>),
+}
+
+impl std::fmt::Debug for BuildModel<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BuildModel::Loaded(e) => write!(f, "Loaded({})", e.model_id()),
+            BuildModel::Deferred(_) => write!(f, "Deferred"),
+        }
+    }
+}
+
+/// An embedder owned by the build or borrowed from the caller.
+enum HeldEmbedder<'a> {
+    Borrowed(&'a dyn Embedder),
+    Owned(Box<dyn Embedder>),
+}
+
+impl HeldEmbedder<'_> {
+    fn get(&self) -> &dyn Embedder {
+        match self {
+            HeldEmbedder::Borrowed(e) => *e,
+            HeldEmbedder::Owned(e) => e.as_ref(),
+        }
+    }
+}
+
+/// Returns freed heap pages to the operating system. A registry is many small
+/// allocations; once it is dropped, glibc keeps their pages resident unless
+/// asked, and the model loaded next would sit on top of them.
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks the allocator's own free lists.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// Builds an index of `registry` into `opts.out`. With `model` `None` the
 /// index is lexical-only. `progress` hears about embedding progress.
+///
+/// The build runs in phases so that its peak memory is the largest of them,
+/// not their sum: the lexical index and `tools.json` from the registry, which
+/// is then dropped; the model, embedding only the texts whose vectors the
+/// previous generation does not have, each vector written to `vectors.bin` as
+/// it is placed; then the graph, streamed from that file.
 pub fn build(
-    registry: &Registry,
-    embedder: Option<(&dyn Embedder, ModelInfo)>,
+    registry: Registry,
+    model: Option<BuildModel<'_>>,
     opts: &BuildOptions,
     progress: &(dyn Fn(BuildProgress) + Sync),
 ) -> Result<BuildReport> {
@@ -179,29 +262,33 @@ pub fn build(
     let out = &opts.out;
     let _lock = BuildLock::acquire(out)?;
     remove_stale_staging(out);
-    let model = embedder.as_ref().map(|(_, m)| m.clone());
-    let (previous, mut cache) = previous_vectors(out, model.as_ref());
+    let previous = previous_manifest(out);
+    let lexical_only = model.is_none();
 
     let tools = registry.tools();
     let hashes: Vec<String> = tools.par_iter().map(content_hash).collect();
     let mut report = BuildReport {
         tools: tools.len(),
-        lexical_only: embedder.is_none(),
+        lexical_only,
         ..BuildReport::default()
     };
-    let old: HashMap<&str, &str> = previous
-        .iter()
-        .map(|t| (t.id.as_str(), t.hash.as_str()))
-        .collect();
-    for (t, h) in tools.iter().zip(&hashes) {
-        match old.get(t.id.as_str()) {
-            None => report.new += 1,
-            Some(o) if *o == h => report.reused += 1,
-            Some(_) => report.changed += 1,
+    {
+        let old: HashMap<&str, &str> = previous
+            .tools
+            .iter()
+            .map(|t| (t.id.as_str(), t.hash.as_str()))
+            .collect();
+        for (t, h) in tools.iter().zip(&hashes) {
+            match old.get(t.id.as_str()) {
+                None => report.new += 1,
+                Some(o) if *o == h => report.reused += 1,
+                Some(_) => report.changed += 1,
+            }
         }
+        let current: std::collections::HashSet<&str> =
+            tools.iter().map(|t| t.id.as_str()).collect();
+        report.removed = old.keys().filter(|id| !current.contains(*id)).count();
     }
-    let current: std::collections::HashSet<&str> = tools.iter().map(|t| t.id.as_str()).collect();
-    report.removed = old.keys().filter(|id| !current.contains(*id)).count();
 
     let staging = out.join(format!("{STAGING_PREFIX}{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&staging);
@@ -212,7 +299,12 @@ pub fn build(
         namespaces: registry.namespaces().len(),
         ..Counts::default()
     };
-    if let Some((embedder, info)) = &embedder {
+
+    // Phase 1, from the registry: the texts to embed, the lexical index and
+    // tools.json.
+    let (points, point_texts) = if lexical_only {
+        (Vec::new(), Vec::new())
+    } else {
         let texts: Vec<Vec<(PointKind, String)>> = tools.par_iter().map(tool_texts).collect();
         let mut points = Vec::new();
         let mut point_texts = Vec::new();
@@ -226,6 +318,34 @@ pub fn build(
                 point_texts.push(text);
             }
         }
+        (points, point_texts)
+    };
+    lexical::write(&staging.join("lexical"), tools)?;
+    write_tools_json(&staging.join("tools.json"), tools)?;
+    let entries: Vec<ToolEntry> = tools
+        .iter()
+        .zip(hashes)
+        .map(|(t, hash)| ToolEntry {
+            id: t.id.clone(),
+            hash,
+        })
+        .collect();
+    drop(registry);
+    release_freed_memory();
+
+    // Phase 2, with the model: embed what the previous generation lacks and
+    // write every point's vector.
+    let mut model_info = None;
+    if let Some(model) = model {
+        let embedder = match model {
+            BuildModel::Loaded(e) => HeldEmbedder::Borrowed(e),
+            BuildModel::Deferred(load) => HeldEmbedder::Owned(load()?),
+        };
+        let info = ModelInfo::of(embedder.get());
+        let wanted: std::collections::HashSet<[u8; 16]> =
+            points.iter().map(|p| p.text_hash).collect();
+        let mut cache = previous_vectors(&previous, &info, &wanted);
+        drop(wanted);
         // Embed each distinct missing text once.
         let mut todo: Vec<(usize, [u8; 16])> = Vec::new();
         let mut queued = std::collections::HashSet::new();
@@ -240,14 +360,16 @@ pub fn build(
                 .iter()
                 .filter(|p| queued.contains(&p.text_hash))
                 .count();
+        drop(queued);
         progress(BuildProgress::EmbedStart { total: todo.len() });
         let t_embed = Instant::now();
+        let e = embedder.get();
         let embedded: Vec<Result<Vec<Embedded>>> = todo
             .par_chunks(EMBED_CHUNK)
             .map(|chunk| {
                 let batch: Vec<String> =
                     chunk.iter().map(|(i, _)| point_texts[*i].clone()).collect();
-                let vecs = embedder.embed_documents(&batch)?;
+                let vecs = e.embed_documents(&batch)?;
                 progress(BuildProgress::Embedded { done: chunk.len() });
                 Ok(chunk.iter().map(|(_, h)| *h).zip(vecs).collect())
             })
@@ -257,15 +379,17 @@ pub fn build(
         }
         report.embed_seconds = t_embed.elapsed().as_secs_f64();
         progress(BuildProgress::EmbedDone);
+        drop(embedder);
+        drop(point_texts);
 
-        let dim = info.dimension;
-        // Each vector moves out of the cache at its text's last use, so the
-        // cache and the flat array are not both held in full.
-        let mut uses: HashMap<[u8; 16], usize> = HashMap::with_capacity(points.len());
+        // Each vector leaves the cache at its text's last use, so memory
+        // shrinks as the file grows.
+        let mut uses: HashMap<[u8; 16], usize> = HashMap::with_capacity(cache.len());
         for p in &points {
             *uses.entry(p.text_hash).or_default() += 1;
         }
-        let mut vectors = Vec::with_capacity(points.len() * dim);
+        let mut writer =
+            dense::VectorWriter::create(&staging.join("vectors.bin"), info.dimension, &points)?;
         for p in &points {
             let left = uses.get_mut(&p.text_hash).expect("counted above");
             *left -= 1;
@@ -275,32 +399,50 @@ pub fn build(
                 cache.get(&p.text_hash).cloned()
             }
             .ok_or_else(|| Error::Embed("a text has no vector".into()))?;
-            if v.len() != dim {
-                return Err(Error::Embed(format!(
-                    "the model gave {} dimensions, not {dim}",
-                    v.len()
-                )));
-            }
-            vectors.extend_from_slice(&v);
+            writer.push(&v)?;
         }
+        writer.finish()?;
         drop(cache);
+        release_freed_memory();
         counts.points = points.len();
         counts.examples = points
             .iter()
             .filter(|p| p.kind == PointKind::Example)
             .count();
-        dense::write_vectors(&staging.join("vectors.bin"), dim, &points, &vectors)?;
-        dense::build_and_dump_hnsw(&staging, dim, &vectors)?;
+        drop(points);
+
+        // Phase 3: the graph, streamed from vectors.bin.
+        dense::build_and_dump_hnsw(&staging)?;
+        model_info = Some(info);
     }
 
-    lexical::write(&staging.join("lexical"), tools)?;
-    let tools_path = staging.join("tools.json");
-    let file = std::fs::File::create(&tools_path).map_err(|e| Error::io(&tools_path, e))?;
+    let manifest = Manifest {
+        format_version: FORMAT_VERSION,
+        toolrag_version: env!("CARGO_PKG_VERSION").to_string(),
+        model: model_info,
+        lexical_only,
+        built_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        boosts: opts.boosts,
+        counts,
+        tools: entries,
+    };
+    // The manifest is written last: a generation without one is incomplete.
+    let manifest_path = staging.join("manifest.json");
+    let bytes = serde_json::to_vec_pretty(&manifest).map_err(|e| Error::Index(e.to_string()))?;
+    std::fs::write(&manifest_path, bytes).map_err(|e| Error::io(&manifest_path, e))?;
+    fail_point("before-publish");
+    report.generation = publish(out, &staging)?;
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+/// Writes `tools.json` one tool at a time (a copy of a large registry would
+/// double its memory). Item spans only serve lint; the index keeps the tool's
+/// own location.
+fn write_tools_json(path: &Path, tools: &[ToolDef]) -> Result<()> {
+    let file = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
     let mut w = std::io::BufWriter::new(file);
-    // Item spans only serve lint; the index keeps the tool's own location.
-    // Written one tool at a time: a copy of a large registry would double
-    // its memory.
-    let io = |e: std::io::Error| Error::io(&tools_path, e);
+    let io = |e: std::io::Error| Error::io(path, e);
     w.write_all(b"[").map_err(io)?;
     for (i, t) in tools.iter().enumerate() {
         if i > 0 {
@@ -313,34 +455,8 @@ pub fn build(
     w.write_all(b"]").map_err(io)?;
     let file = w
         .into_inner()
-        .map_err(|e| Error::io(&tools_path, e.into_error()))?;
-    file.sync_all().map_err(|e| Error::io(&tools_path, e))?;
-
-    let manifest = Manifest {
-        format_version: FORMAT_VERSION,
-        toolrag_version: env!("CARGO_PKG_VERSION").to_string(),
-        model,
-        lexical_only: embedder.is_none(),
-        built_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        boosts: opts.boosts,
-        counts,
-        tools: tools
-            .iter()
-            .zip(hashes)
-            .map(|(t, hash)| ToolEntry {
-                id: t.id.clone(),
-                hash,
-            })
-            .collect(),
-    };
-    // The manifest is written last: a generation without one is incomplete.
-    let manifest_path = staging.join("manifest.json");
-    let bytes = serde_json::to_vec_pretty(&manifest).map_err(|e| Error::Index(e.to_string()))?;
-    std::fs::write(&manifest_path, bytes).map_err(|e| Error::io(&manifest_path, e))?;
-    fail_point("before-publish");
-    report.generation = publish(out, &staging)?;
-    report.seconds = started.elapsed().as_secs_f64();
-    Ok(report)
+        .map_err(|e| Error::io(path, e.into_error()))?;
+    file.sync_all().map_err(|e| Error::io(path, e))
 }
 
 /// Test hook: `TOOLRAG_FAIL_AT=<name>` aborts the process at that point, as a

@@ -26,6 +26,25 @@ const HNSW_MAX_LAYER: usize = 16;
 /// 2 ms per query vector). Above it, the graph.
 pub const EXACT_MAX_POINTS: usize = 10_000;
 
+/// How an opened dense index searches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DenseOptions {
+    /// Scan every vector exactly up to this many points; walk the graph above.
+    pub exact_max_points: usize,
+    /// The HNSW candidate list size (`ef`) per query vector; 0 picks it from
+    /// the number of points asked for (see [`DenseIndex::search`]).
+    pub ef: usize,
+}
+
+impl Default for DenseOptions {
+    fn default() -> Self {
+        DenseOptions {
+            exact_max_points: EXACT_MAX_POINTS,
+            ef: 0,
+        }
+    }
+}
+
 /// What a point's vector embeds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
@@ -58,39 +77,184 @@ impl Distance<f32> for DotDistance {
     }
 }
 
-/// Writes the raw vectors and the point map.
-pub(crate) fn write_vectors(
-    path: &Path,
+/// Writes `vectors.bin` one vector at a time, so that a build never holds a
+/// flat copy of every vector: the header and point table first, then each
+/// point's vector in point order.
+pub(crate) struct VectorWriter {
+    w: BufWriter<std::fs::File>,
+    path: std::path::PathBuf,
     dim: usize,
-    points: &[Point],
-    vectors: &[f32],
-) -> Result<()> {
-    let file = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
-    let mut w = BufWriter::new(file);
-    let io = |e| Error::io(path, e);
-    w.write_all(MAGIC).map_err(io)?;
-    w.write_all(&(dim as u32).to_le_bytes()).map_err(io)?;
-    w.write_all(&(points.len() as u32).to_le_bytes())
-        .map_err(io)?;
-    for p in points {
-        w.write_all(&p.tool.to_le_bytes()).map_err(io)?;
-        w.write_all(&[p.kind as u8]).map_err(io)?;
-        w.write_all(&p.text_hash).map_err(io)?;
-    }
-    for x in vectors {
-        w.write_all(&x.to_le_bytes()).map_err(io)?;
-    }
-    let file = w
-        .into_inner()
-        .map_err(|e| Error::io(path, e.into_error()))?;
-    file.sync_all().map_err(io)?;
-    Ok(())
+    left: usize,
 }
 
-/// Reads what [`write_vectors`] wrote: `(dim, points, flat vectors)`.
-pub(crate) fn read_vectors(path: &Path) -> Result<(usize, Vec<Point>, Vec<f32>)> {
-    let (dim, points, vectors) = read_vector_file(path, usize::MAX)?;
-    Ok((dim, points, vectors.unwrap_or_default()))
+impl VectorWriter {
+    /// Creates `path` and writes the header and the point map.
+    pub(crate) fn create(path: &Path, dim: usize, points: &[Point]) -> Result<VectorWriter> {
+        let file = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
+        let mut w = BufWriter::new(file);
+        let io = |e| Error::io(path, e);
+        w.write_all(MAGIC).map_err(io)?;
+        w.write_all(&(dim as u32).to_le_bytes()).map_err(io)?;
+        w.write_all(&(points.len() as u32).to_le_bytes())
+            .map_err(io)?;
+        for p in points {
+            w.write_all(&p.tool.to_le_bytes()).map_err(io)?;
+            w.write_all(&[p.kind as u8]).map_err(io)?;
+            w.write_all(&p.text_hash).map_err(io)?;
+        }
+        Ok(VectorWriter {
+            w,
+            path: path.to_path_buf(),
+            dim,
+            left: points.len(),
+        })
+    }
+
+    /// Appends the next point's vector.
+    pub(crate) fn push(&mut self, v: &[f32]) -> Result<()> {
+        if v.len() != self.dim {
+            return Err(Error::Embed(format!(
+                "the model gave {} dimensions, not {}",
+                v.len(),
+                self.dim
+            )));
+        }
+        if self.left == 0 {
+            return Err(Error::Index("more vectors than points".into()));
+        }
+        self.left -= 1;
+        for x in v {
+            self.w
+                .write_all(&x.to_le_bytes())
+                .map_err(|e| Error::io(&self.path, e))?;
+        }
+        Ok(())
+    }
+
+    /// Flushes and syncs the file; every point must have its vector.
+    pub(crate) fn finish(self) -> Result<()> {
+        if self.left != 0 {
+            return Err(Error::Index(format!("{} points have no vector", self.left)));
+        }
+        let path = self.path;
+        let file = self
+            .w
+            .into_inner()
+            .map_err(|e| Error::io(&path, e.into_error()))?;
+        file.sync_all().map_err(|e| Error::io(&path, e))
+    }
+}
+
+/// An open `vectors.bin` whose header and point table have been read; the
+/// vectors follow, in point order.
+pub(crate) struct VectorReader {
+    r: BufReader<std::fs::File>,
+    path: std::path::PathBuf,
+    dim: usize,
+    points: Vec<Point>,
+    /// Vectors not read yet.
+    left: usize,
+}
+
+impl VectorReader {
+    /// Opens `path` and reads its header and point table.
+    pub(crate) fn open(path: &Path) -> Result<VectorReader> {
+        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+        let mut r = BufReader::new(file);
+        let bad = |what: &str| Error::Index(format!("{}: {what}", path.display()));
+        let mut magic = [0u8; 8];
+        r.read_exact(&mut magic)
+            .map_err(|_| bad("truncated header"))?;
+        if &magic != MAGIC {
+            return Err(bad("not a toolrag vector file"));
+        }
+        let mut u = [0u8; 4];
+        r.read_exact(&mut u).map_err(|_| bad("truncated header"))?;
+        let dim = u32::from_le_bytes(u) as usize;
+        r.read_exact(&mut u).map_err(|_| bad("truncated header"))?;
+        let n = u32::from_le_bytes(u) as usize;
+        if len != (8 + 4 + 4 + 21 * n + 4 * n * dim) as u64 {
+            return Err(bad("vector data has the wrong length"));
+        }
+        let mut points = Vec::with_capacity(n);
+        let mut rec = [0u8; 21];
+        for _ in 0..n {
+            r.read_exact(&mut rec)
+                .map_err(|_| bad("truncated point table"))?;
+            let kind = match rec[4] {
+                0 => PointKind::Tool,
+                1 => PointKind::Example,
+                _ => return Err(bad("unknown point kind")),
+            };
+            let mut text_hash = [0u8; 16];
+            text_hash.copy_from_slice(&rec[5..21]);
+            points.push(Point {
+                tool: u32::from_le_bytes(rec[..4].try_into().expect("4 bytes")),
+                kind,
+                text_hash,
+            });
+        }
+        Ok(VectorReader {
+            r,
+            path: path.to_path_buf(),
+            dim,
+            points,
+            left: n,
+        })
+    }
+
+    /// The vector dimension.
+    pub(crate) fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// The point map, in point order.
+    pub(crate) fn points(&self) -> &[Point] {
+        &self.points
+    }
+
+    /// Reads the next `max_points` vectors (fewer at the end; none when done),
+    /// row-major, into `out` (cleared first).
+    pub(crate) fn next_chunk(&mut self, max_points: usize, out: &mut Vec<f32>) -> Result<()> {
+        out.clear();
+        let take = max_points.min(self.left);
+        let mut bytes = vec![0u8; take * self.dim * 4];
+        self.r
+            .read_exact(&mut bytes)
+            .map_err(|e| Error::io(&self.path, e))?;
+        out.extend(
+            bytes
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes"))),
+        );
+        self.left -= take;
+        Ok(())
+    }
+}
+
+/// Vectors read (and graph points inserted) per step when streaming
+/// `vectors.bin`: 4,096 × 384 floats is 6 MiB.
+const STREAM_CHUNK: usize = 4096;
+
+/// Calls `f(dim, first_point, vectors)` for consecutive chunks of at most
+/// `chunk_points` vectors in `path` (row-major, `dim` wide), so a large file
+/// is never read whole.
+/// Returns the dimension and the point map.
+pub(crate) fn for_each_vector_chunk(
+    path: &Path,
+    chunk_points: usize,
+    mut f: impl FnMut(usize, usize, &[f32]) -> Result<()>,
+) -> Result<(usize, Vec<Point>)> {
+    let mut r = VectorReader::open(path)?;
+    let mut chunk = Vec::new();
+    let mut first = 0;
+    while r.left > 0 {
+        r.next_chunk(chunk_points.max(1), &mut chunk)?;
+        f(r.dim, first, &chunk)?;
+        first += chunk.len() / r.dim.max(1);
+    }
+    Ok((r.dim, r.points))
 }
 
 /// Reads `vectors.bin`: its header and point table, and the raw vectors only
@@ -100,75 +264,35 @@ fn read_vector_file(
     path: &Path,
     vectors_up_to: usize,
 ) -> Result<(usize, Vec<Point>, Option<Vec<f32>>)> {
-    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut r = BufReader::new(file);
-    let bad = |what: &str| Error::Index(format!("{}: {what}", path.display()));
-    let mut magic = [0u8; 8];
-    r.read_exact(&mut magic)
-        .map_err(|_| bad("truncated header"))?;
-    if &magic != MAGIC {
-        return Err(bad("not a toolrag vector file"));
+    let mut r = VectorReader::open(path)?;
+    if r.points.len() > vectors_up_to {
+        return Ok((r.dim, r.points, None));
     }
-    let mut u = [0u8; 4];
-    r.read_exact(&mut u).map_err(|_| bad("truncated header"))?;
-    let dim = u32::from_le_bytes(u) as usize;
-    r.read_exact(&mut u).map_err(|_| bad("truncated header"))?;
-    let n = u32::from_le_bytes(u) as usize;
-    let mut points = Vec::with_capacity(n);
-    let mut rec = [0u8; 21];
-    for _ in 0..n {
-        r.read_exact(&mut rec)
-            .map_err(|_| bad("truncated point table"))?;
-        let kind = match rec[4] {
-            0 => PointKind::Tool,
-            1 => PointKind::Example,
-            _ => return Err(bad("unknown point kind")),
-        };
-        let mut text_hash = [0u8; 16];
-        text_hash.copy_from_slice(&rec[5..21]);
-        points.push(Point {
-            tool: u32::from_le_bytes(rec[..4].try_into().expect("4 bytes")),
-            kind,
-            text_hash,
-        });
-    }
-    if n > vectors_up_to {
-        let len = r
-            .get_ref()
-            .metadata()
-            .map_err(|e| Error::io(path, e))?
-            .len();
-        if len != (8 + 4 + 4 + 21 * n + 4 * n * dim) as u64 {
-            return Err(bad("vector data has the wrong length"));
-        }
-        return Ok((dim, points, None));
-    }
-    let mut raw = Vec::with_capacity(n * dim * 4);
-    r.read_to_end(&mut raw).map_err(|e| Error::io(path, e))?;
-    if raw.len() != n * dim * 4 {
-        return Err(bad("vector data has the wrong length"));
-    }
-    let vectors = raw
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")))
-        .collect();
-    Ok((dim, points, Some(vectors)))
+    let mut vectors = Vec::new();
+    r.next_chunk(r.left, &mut vectors)?;
+    Ok((r.dim, r.points, Some(vectors)))
 }
 
-/// Builds the HNSW graph over `vectors` (row-major, `dim` wide) and dumps it in `dir`.
-pub(crate) fn build_and_dump_hnsw(dir: &Path, dim: usize, vectors: &[f32]) -> Result<()> {
-    let n = vectors.len() / dim.max(1);
+/// Builds the HNSW graph over the vectors of `vectors.bin` in `dir` and dumps
+/// it there. The vectors are streamed from the file in chunks: the graph holds
+/// its own copy of each, so a flat array beside it would double the memory.
+pub(crate) fn build_and_dump_hnsw(dir: &Path) -> Result<()> {
+    let path = dir.join("vectors.bin");
+    let n = VectorReader::open(&path)?.points.len();
     if n == 0 {
         return Ok(());
     }
     let hnsw: Hnsw<'_, f32, DotDistance> =
         Hnsw::new(HNSW_M, n, HNSW_MAX_LAYER, HNSW_EF_CONSTRUCTION, DotDistance);
-    let data: Vec<(&[f32], usize)> = vectors
-        .chunks_exact(dim)
-        .enumerate()
-        .map(|(i, v)| (v, i))
-        .collect();
-    hnsw.parallel_insert_slice(&data);
+    for_each_vector_chunk(&path, STREAM_CHUNK, |dim, first, vectors| {
+        let data: Vec<(&[f32], usize)> = vectors
+            .chunks_exact(dim)
+            .enumerate()
+            .map(|(i, v)| (v, first + i))
+            .collect();
+        hnsw.parallel_insert_slice(&data);
+        Ok(())
+    })?;
     hnsw.file_dump(dir, HNSW_BASENAME)
         .map_err(|e| Error::Index(format!("cannot write the HNSW graph: {e}")))?;
     Ok(())
@@ -181,6 +305,7 @@ pub struct DenseIndex {
     vectors: Option<Vec<f32>>,
     points: Vec<Point>,
     dim: usize,
+    ef: usize,
 }
 
 impl std::fmt::Debug for DenseIndex {
@@ -204,9 +329,11 @@ impl FilterT for ToolFilter<'_> {
 }
 
 impl DenseIndex {
-    /// Opens the dense side stored in `dir`: the point map and the dumped graph.
-    pub fn open(dir: &Path) -> Result<DenseIndex> {
-        let (dim, points, vectors) = read_vector_file(&dir.join("vectors.bin"), EXACT_MAX_POINTS)?;
+    /// Opens the dense side stored in `dir`: the point map and the dumped
+    /// graph, plus the raw vectors when the index is small enough to scan.
+    pub fn open(dir: &Path, options: DenseOptions) -> Result<DenseIndex> {
+        let (dim, points, vectors) =
+            read_vector_file(&dir.join("vectors.bin"), options.exact_max_points)?;
         let hnsw = if points.is_empty() {
             None
         } else {
@@ -235,6 +362,7 @@ impl DenseIndex {
             vectors,
             points,
             dim,
+            ef: options.ef,
         })
     }
 
@@ -266,7 +394,11 @@ impl DenseIndex {
                 .pop()
                 .unwrap_or_default();
         }
-        let ef = (limit * 2).max(128);
+        let ef = if self.ef > 0 {
+            self.ef.max(limit)
+        } else {
+            (limit * 2).max(128)
+        };
         let found = match keep {
             None => h.search(query, limit, ef),
             Some(keep) => {
@@ -374,9 +506,13 @@ mod tests {
             })
             .collect();
         let dir = tempfile::tempdir().unwrap();
-        write_vectors(&dir.path().join("vectors.bin"), dim, &points, &v).unwrap();
-        build_and_dump_hnsw(dir.path(), dim, &v).unwrap();
-        let index = DenseIndex::open(dir.path()).unwrap();
+        let mut w = VectorWriter::create(&dir.path().join("vectors.bin"), dim, &points).unwrap();
+        for x in v.chunks_exact(dim) {
+            w.push(x).unwrap();
+        }
+        w.finish().unwrap();
+        build_and_dump_hnsw(dir.path()).unwrap();
+        let index = DenseIndex::open(dir.path(), DenseOptions::default()).unwrap();
         assert!(index.vectors.is_some(), "a small index keeps its vectors");
 
         let query = &v[5 * dim..6 * dim];
@@ -410,5 +546,45 @@ mod tests {
         let many = index.search_many(&[query, other], 10, Some(&even_tools));
         assert_eq!(many[0], filtered);
         assert_eq!(many[1], index.search(other, 10, Some(&even_tools)));
+    }
+
+    #[test]
+    fn vectors_stream_back_in_chunks_and_the_writer_checks_counts() {
+        let (n, dim) = (10, 4);
+        let v = vectors(n, dim);
+        let points: Vec<Point> = (0..n)
+            .map(|i| Point {
+                tool: i as u32,
+                kind: PointKind::Example,
+                text_hash: [i as u8; 16],
+            })
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("vectors.bin");
+        let mut w = VectorWriter::create(&path, dim, &points).unwrap();
+        assert!(w.push(&[0.0; 3]).is_err(), "a vector of the wrong width");
+        for x in v.chunks_exact(dim) {
+            w.push(x).unwrap();
+        }
+        assert!(w.push(&v[..dim]).is_err(), "one vector too many");
+        w.finish().unwrap();
+
+        let mut seen = Vec::new();
+        let mut firsts = Vec::new();
+        let (d, back) = for_each_vector_chunk(&path, 3, |d, first, chunk| {
+            assert_eq!(d, dim);
+            firsts.push(first);
+            seen.extend_from_slice(chunk);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!((d, back), (dim, points.clone()));
+        assert_eq!(firsts, [0, 3, 6, 9]);
+        assert_eq!(seen, v);
+
+        let short = VectorWriter::create(&dir.path().join("short.bin"), dim, &points).unwrap();
+        assert!(short.finish().is_err(), "points without vectors");
+        std::fs::write(&path, b"TRVEC001").unwrap();
+        assert!(read_vector_file(&path, usize::MAX).is_err());
     }
 }

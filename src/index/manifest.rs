@@ -25,6 +25,17 @@ pub struct ModelInfo {
     pub sha256: String,
 }
 
+impl ModelInfo {
+    /// The identity of `embedder`'s model.
+    pub fn of(embedder: &dyn crate::embed::Embedder) -> ModelInfo {
+        ModelInfo {
+            id: embedder.model_id().to_string(),
+            dimension: embedder.dimension(),
+            sha256: embedder.fingerprint().to_string(),
+        }
+    }
+}
+
 impl std::fmt::Display for ModelInfo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(

@@ -28,7 +28,7 @@ mod manifest;
 
 use std::path::{Path, PathBuf};
 
-pub use build::{build, BuildOptions, BuildProgress, BuildReport};
+pub use build::{build, BuildModel, BuildOptions, BuildProgress, BuildReport};
 pub use manifest::{Counts, Manifest, ModelInfo, ToolEntry, FORMAT_VERSION};
 
 use crate::error::{Error, Result};

@@ -53,6 +53,13 @@ pub struct SearchConfig {
     /// union; above it, with tantivy's block-max WAND (see
     /// [`crate::index::lexical::UNION_MAX_DOCS`]).
     pub union_max_docs: u64,
+    /// Dense search scans every vector exactly up to this many points and
+    /// walks the HNSW graph above (see
+    /// [`crate::index::dense::EXACT_MAX_POINTS`]).
+    pub exact_max_points: usize,
+    /// The HNSW candidate list size per query vector; 0 picks it from the
+    /// search depth.
+    pub hnsw_ef: usize,
 }
 
 impl Default for SearchConfig {
@@ -67,6 +74,8 @@ impl Default for SearchConfig {
             min_dense: 0.30,
             min_lexical: 0.0,
             union_max_docs: crate::index::lexical::UNION_MAX_DOCS,
+            exact_max_points: crate::index::dense::EXACT_MAX_POINTS,
+            hnsw_ef: 0,
         }
     }
 }
@@ -133,7 +142,13 @@ impl Searcher {
         let dense = if manifest.lexical_only || embedder.is_none() {
             None
         } else {
-            Some(DenseIndex::open(&gen)?)
+            Some(DenseIndex::open(
+                &gen,
+                crate::index::dense::DenseOptions {
+                    exact_max_points: config.exact_max_points,
+                    ef: config.hnsw_ef,
+                },
+            )?)
         };
         let by_id = tools
             .iter()

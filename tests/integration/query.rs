@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 
 use predicates::prelude::*;
 use serde_json::Value;
-use toolrag::index::{build, BuildOptions, ModelInfo};
+use toolrag::index::{build, BuildModel, BuildOptions};
 use toolrag::registry::{LoadOptions, Registry};
 use toolrag::search::{khipu, Decision, Mode, SearchConfig, SearchRequest, Searcher};
 
@@ -20,17 +20,11 @@ fn shipped_index() -> &'static Path {
         let dir = tempfile::tempdir().unwrap();
         let reg = Registry::load(&[shipped_tools()], &LoadOptions::default()).unwrap();
         let e = fresh_embedder();
-        use toolrag::embed::Embedder;
-        let info = ModelInfo {
-            id: e.model_id().into(),
-            dimension: e.dimension(),
-            sha256: e.fingerprint().into(),
-        };
         let opts = BuildOptions {
             out: dir.path().to_path_buf(),
             boosts: Default::default(),
         };
-        build(&reg, Some((&e, info)), &opts, &|_| {}).unwrap();
+        build(reg, Some(BuildModel::Loaded(&e)), &opts, &|_| {}).unwrap();
         dir
     })
     .path()

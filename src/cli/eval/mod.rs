@@ -245,7 +245,7 @@ fn build_temporary(
 ) -> anyhow::Result<Option<Arc<dyn Embedder>>> {
     let registry = args.registry_args.load(&args.registry)?;
     let model = if needs_model {
-        args.model.load_for_build()?
+        args.model.model_for_build()?
     } else {
         None
     };
@@ -253,12 +253,9 @@ fn build_temporary(
         out: out.to_path_buf(),
         boosts: Default::default(),
     };
-    let build_model = model
-        .as_ref()
-        .map(|(e, info)| (e as &dyn Embedder, info.clone()));
-    let report = toolrag::index::build(&registry, build_model, &opts, &|_| {})?;
+    let report = toolrag::index::build(registry, model, &opts, &|_| {})?;
     eprintln!("toolrag: temporary index: {report}");
-    Ok(model.map(|(e, _)| Arc::new(e) as Arc<dyn Embedder>))
+    query_embedder(out, &args.model)
 }
 
 #[cfg(test)]
