@@ -4,13 +4,18 @@
 //! Run with `cargo bench --bench query` (or `scripts/bench`). The bfcl index is
 //! built into `target/bench-index/bfcl` on the first run (vectors are reused
 //! afterwards). The query cache is off, so every hybrid query pays the model.
+//!
+//! `TOOLRAG_BENCH_INDEX=DIR` times an index built beforehand instead (such as
+//! a synthetic registry of 10k or 100k tools from `scripts/synth-registry`),
+//! with the same bfcl queries and only the per-query pass; the figures go to
+//! `target/bench-latency-<folder name>.json`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use toolrag::embed::{EmbedOptions, Embedder, FastEmbedder, ModelDir};
-use toolrag::index::{build, BuildOptions, ModelInfo};
+use toolrag::index::{build, BuildModel, BuildOptions};
 use toolrag::registry::{LoadOptions, Registry};
 use toolrag::search::{Mode, SearchConfig, SearchRequest, Searcher};
 
@@ -46,16 +51,11 @@ fn bfcl_index() -> PathBuf {
         },
     )
     .unwrap();
-    let info = ModelInfo {
-        id: e.model_id().into(),
-        dimension: e.dimension(),
-        sha256: e.fingerprint().into(),
-    };
     let opts = BuildOptions {
         out: out.clone(),
         boosts: Default::default(),
     };
-    build(&reg, Some((&e, info)), &opts, &|_| {}).expect("bfcl index builds");
+    build(reg, Some(BuildModel::Loaded(&e)), &opts, &|_| {}).expect("bfcl index builds");
     out
 }
 
@@ -73,6 +73,21 @@ fn queries() -> Vec<String> {
         .collect()
 }
 
+/// `SearchConfig` from the `[search]` table of `TOOLRAG_BENCH_CONFIG` (a
+/// toolrag.toml), to time other settings; the defaults otherwise.
+fn search_config() -> SearchConfig {
+    let Some(path) = std::env::var_os("TOOLRAG_BENCH_CONFIG") else {
+        return SearchConfig::default();
+    };
+    let text = std::fs::read_to_string(&path).expect("TOOLRAG_BENCH_CONFIG is readable");
+    let table: toml::Table = toml::from_str(&text).expect("TOOLRAG_BENCH_CONFIG is TOML");
+    table
+        .get("search")
+        .cloned()
+        .map(|s| s.try_into().expect("a valid [search] table"))
+        .unwrap_or_default()
+}
+
 fn bench(c: &mut Criterion) {
     // `cargo test --all-targets` runs benches once without `--bench`; building
     // the bfcl index there would only slow the test suite down.
@@ -84,11 +99,44 @@ fn bench(c: &mut Criterion) {
         .num_threads(1)
         .build_global()
         .ok();
+    if let Some(index) = std::env::var_os("TOOLRAG_BENCH_INDEX").map(PathBuf::from) {
+        let e: Arc<dyn Embedder> = Arc::new(embedder());
+        let config = SearchConfig {
+            query_cache: 0,
+            ..search_config()
+        };
+        let searcher = Searcher::open(&index, Some(e.clone()), config).expect("the index opens");
+        let label = index
+            .file_name()
+            .map_or("index".into(), |n| n.to_string_lossy().into_owned());
+        println!("{}: {} tools", index.display(), searcher.tools().len());
+        let qs = queries();
+        per_query_latency(
+            &searcher,
+            e.as_ref(),
+            &qs,
+            &format!("bench-latency-{label}.json"),
+        );
+        if std::env::var_os("TOOLRAG_BENCH_EXACT").is_some() {
+            let exact = Searcher::open(
+                &index,
+                Some(e.clone()),
+                SearchConfig {
+                    query_cache: 0,
+                    exact_max_points: usize::MAX,
+                    ..search_config()
+                },
+            )
+            .expect("the index opens");
+            agreement_with_exact(&searcher, &exact, &qs);
+        }
+        return;
+    }
     let index = bfcl_index();
     let e: Arc<dyn Embedder> = Arc::new(embedder());
     let config = SearchConfig {
         query_cache: 0,
-        ..SearchConfig::default()
+        ..search_config()
     };
     let searcher = Searcher::open(&index, Some(e.clone()), config).unwrap();
     let qs = queries();
@@ -118,20 +166,20 @@ fn bench(c: &mut Criterion) {
         });
     }
     g.finish();
-    per_query_latency(&searcher, e.as_ref(), &qs);
+    per_query_latency(&searcher, e.as_ref(), &qs, "bench-latency.json");
 }
 
 /// Per-query latency of each mode over the same queries, interleaved (each
 /// query is embedded alone, then searched in every mode, before the next
 /// one), so that the ratios compare like with like. Criterion's estimates are
 /// means over samples of a rotating query mix; this gives true per-query
-/// p50/p95. Printed, and written to `target/bench-latency.json` for
-/// `scripts/bench`.
-fn per_query_latency(searcher: &Searcher, e: &dyn Embedder, qs: &[String]) {
+/// p50/p95. Printed, and written to `target/<file>` for `scripts/bench`.
+fn per_query_latency(searcher: &Searcher, e: &dyn Embedder, qs: &[String], file: &str) {
     use std::time::Instant;
     const PASSES: usize = 3;
     let names = [
         "embed_query_only",
+        "embed_with_clauses",
         "lexical_top10",
         "dense_top10",
         "hybrid_top10",
@@ -142,7 +190,10 @@ fn per_query_latency(searcher: &Searcher, e: &dyn Embedder, qs: &[String]) {
             let t = Instant::now();
             std::hint::black_box(e.embed_query(q).unwrap());
             times[0].push(t.elapsed().as_secs_f64() * 1e3);
-            for (slot, mode) in [(1, Mode::Lexical), (2, Mode::Dense), (3, Mode::Hybrid)] {
+            let t = Instant::now();
+            std::hint::black_box(searcher.embed_query(q).unwrap());
+            times[1].push(t.elapsed().as_secs_f64() * 1e3);
+            for (slot, mode) in [(2, Mode::Lexical), (3, Mode::Dense), (4, Mode::Hybrid)] {
                 let req = SearchRequest {
                     query: q.clone(),
                     k: 10,
@@ -190,9 +241,44 @@ fn per_query_latency(searcher: &Searcher, e: &dyn Embedder, qs: &[String]) {
             serde_json::json!({"p50_ms": p50, "p95_ms": p95, "mean_ms": mean, "n": v.len()}),
         );
     }
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-latency.json");
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("target")
+        .join(file);
     if let Err(err) = std::fs::write(&path, serde_json::Value::Object(out).to_string()) {
         eprintln!("cannot write {}: {err}", path.display());
+    }
+}
+
+/// How much of the exact answer the configured searcher finds, per query:
+/// the share of the exact dense top-50 tools in its dense top-50, and of the
+/// exact hybrid top-10 in its hybrid top-10. A label-free check of the graph
+/// search (ef) and of anything else that trades exactness for time.
+fn agreement_with_exact(searcher: &Searcher, exact: &Searcher, qs: &[String]) {
+    let ids = |s: &Searcher, q: &str, mode: Mode, k: usize| -> Vec<String> {
+        s.search(&SearchRequest {
+            query: q.to_string(),
+            k,
+            mode,
+            ..Default::default()
+        })
+        .unwrap()
+        .hits
+        .into_iter()
+        .map(|h| h.id)
+        .collect()
+    };
+    for (mode, k) in [(Mode::Dense, 50), (Mode::Hybrid, 10)] {
+        let mut sum = 0.0;
+        for q in qs {
+            let want = ids(exact, q, mode, k);
+            let got = ids(searcher, q, mode, k);
+            let found = want.iter().filter(|id| got.contains(id)).count();
+            sum += found as f64 / want.len().max(1) as f64;
+        }
+        println!(
+            "  agreement with exact search, {mode} top-{k}: {:.4}",
+            sum / qs.len() as f64
+        );
     }
 }
 
