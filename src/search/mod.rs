@@ -87,6 +87,10 @@ pub struct Searcher {
     tools: Vec<ToolDef>,
     /// Tool ordinal by id, for handles and pins.
     by_id: std::collections::HashMap<String, u32>,
+    /// Dense points per tool on average (tool text plus examples), rounded
+    /// up, 1 to 3: how much deeper than the search depth the dense side asks
+    /// for points, so that a tool's several points do not crowd others out.
+    points_per_tool: usize,
     lexical: LexicalIndex,
     dense: Option<DenseIndex>,
     embedder: Option<Arc<dyn Embedder>>,
@@ -155,11 +159,16 @@ impl Searcher {
             .enumerate()
             .map(|(i, t)| (t.id.clone(), i as u32))
             .collect();
+        let points_per_tool = dense
+            .as_ref()
+            .map_or(1, |d| d.points().len().div_ceil(tools.len().max(1)))
+            .clamp(1, 3);
         Ok(Searcher {
             dir: gen,
             manifest,
             tools,
             by_id,
+            points_per_tool,
             lexical,
             dense,
             embedder,
@@ -306,12 +315,13 @@ impl Searcher {
             let d = self.dense.as_ref().expect("has_dense checked");
             let keep_dyn: &dyn Fn(u32) -> bool = &keep;
             // Several points per tool (examples) and several query vectors
-            // (clauses): look deeper, keep each tool's best similarity.
+            // (clauses): look deeper by the points a tool has on average,
+            // keep each tool's best similarity.
             let mut best: std::collections::HashMap<u32, f32> = std::collections::HashMap::new();
             let queries: Vec<&[f32]> = vectors.iter().map(Vec::as_slice).collect();
             let found = d.search_many(
                 &queries,
-                depth * 3,
+                depth * self.points_per_tool,
                 if filtered { Some(keep_dyn) } else { None },
             );
             for (i, hits) in found.into_iter().enumerate() {
