@@ -23,7 +23,9 @@ const HNSW_MAX_LAYER: usize = 16;
 /// instead of walking the graph: exact, and cheaper than HNSW at the `ef` a
 /// deep fused search needs (on bfcl, 3,258 points, a full scan is about 1.25 M
 /// multiply-adds, under 0.2 ms, where the graph walk at ef 300 took about
-/// 2 ms per query vector). Above it, the graph.
+/// 2 ms per query vector). The scan compares 8-bit codes first and rescores
+/// the best candidates in full precision (see `DenseIndex::scan`). Above it,
+/// the graph.
 pub const EXACT_MAX_POINTS: usize = 10_000;
 
 /// How an opened dense index searches.
