@@ -96,10 +96,13 @@ impl std::fmt::Display for BuildReport {
     }
 }
 
-/// The hash of everything about a tool that the index uses (not where it was
-/// defined: moving a tool in its file does not make it "changed").
+/// The hash of everything about a tool that the index uses, not where it was
+/// defined: moving a tool in its file, or indexing the same registry by
+/// another path (`tools/` or `/abs/tools`, a copied folder), does not make it
+/// "changed". Its id and namespace are hashed, so a rename still counts.
 pub(crate) fn content_hash(tool: &ToolDef) -> String {
     let mut t = tool.clone();
+    t.source.location.file = PathBuf::new();
     t.source.location.line = 0;
     t.source.location.column = 0;
     t.source.spans.clear();

@@ -109,6 +109,32 @@ fn rebuild_embeds_only_changed_tools() {
 }
 
 #[test]
+fn the_same_registry_by_another_path_is_unchanged() {
+    let reg = small_registry();
+    let out = tempfile::tempdir().unwrap();
+    let first = index(reg.path(), out.path(), &[]);
+    let n = first["tools"].as_u64().unwrap();
+    // The same files in another folder (as when a checkout moves, or the
+    // registry is given by an absolute instead of a relative path).
+    let moved = tempfile::tempdir().unwrap();
+    for ns in ["filesystem", "email", "time"] {
+        std::fs::create_dir(moved.path().join(ns)).unwrap();
+        for e in std::fs::read_dir(reg.path().join(ns)).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), moved.path().join(ns).join(e.file_name())).unwrap();
+        }
+    }
+    let again = index(moved.path(), out.path(), &[]);
+    assert_eq!(again["changed"], 0, "{again}");
+    assert_eq!(again["reused"].as_u64(), Some(n));
+    assert_eq!(again["embeddedTexts"], 0);
+    // The index records where the tools are now.
+    let s = open(out.path());
+    let t = s.tool("time/get_current_time").unwrap();
+    assert!(t.source.location.file.starts_with(moved.path()));
+}
+
+#[test]
 fn summary_line_names_the_counts() {
     let reg = small_registry();
     let out = tempfile::tempdir().unwrap();
