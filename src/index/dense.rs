@@ -476,8 +476,8 @@ impl DenseIndex {
                 (code, scale)
             })
             .collect();
-        let mut scored: Vec<Vec<(usize, f32)>> =
-            vec![Vec::with_capacity(self.points.len()); queries.len()];
+        let candidates = (2 * limit).max(limit + 32);
+        let mut best: Vec<Best> = (0..queries.len()).map(|_| Best::new(candidates)).collect();
         for (i, (code, scale)) in quantized
             .codes
             .chunks_exact(dim)
@@ -487,22 +487,52 @@ impl DenseIndex {
             if keep.is_some_and(|k| !k(self.points[i].tool)) {
                 continue;
             }
-            for ((q, qs), out) in coded.iter().zip(scored.iter_mut()) {
-                out.push((i, dot_i8(q, code) * qs * scale));
+            for ((q, qs), b) in coded.iter().zip(best.iter_mut()) {
+                b.push(i, dot_i8(q, code) * qs * scale);
             }
         }
-        let candidates = (2 * limit).max(limit + 32);
-        scored
-            .into_iter()
+        best.into_iter()
             .zip(queries)
-            .map(|(s, q)| {
-                let rescored = top(s, candidates)
+            .map(|(b, q)| {
+                let rescored = top(b.items, candidates)
                     .into_iter()
                     .map(|(i, _)| (i, crate::embed::dot(q, &vectors[i * dim..(i + 1) * dim])))
                     .collect();
                 top(rescored, limit)
             })
             .collect()
+    }
+}
+
+/// The best `k` scores seen so far, kept without storing every score: items
+/// below the running floor are dropped at once, and the list is cut back to
+/// `k` whenever it doubles. A scan of n points then costs n comparisons
+/// instead of n pushes and a selection over n.
+struct Best {
+    k: usize,
+    items: Vec<(usize, f32)>,
+    floor: f32,
+}
+
+impl Best {
+    fn new(k: usize) -> Best {
+        Best {
+            k: k.max(1),
+            items: Vec::with_capacity(2 * k.max(1)),
+            floor: f32::NEG_INFINITY,
+        }
+    }
+
+    fn push(&mut self, i: usize, score: f32) {
+        if score < self.floor {
+            return;
+        }
+        self.items.push((i, score));
+        if self.items.len() >= 2 * self.k {
+            self.items = top(std::mem::take(&mut self.items), self.k);
+            self.floor = self.items.last().map_or(f32::NEG_INFINITY, |x| x.1);
+            self.items.reserve(self.k);
+        }
     }
 }
 
