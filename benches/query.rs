@@ -19,6 +19,10 @@ use toolrag::index::{build, BuildModel, BuildOptions};
 use toolrag::registry::{LoadOptions, Registry};
 use toolrag::search::{Mode, SearchConfig, SearchRequest, Searcher};
 
+/// The binary's allocator, so the bench times what `toolrag` runs.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn data_dir() -> PathBuf {
     std::env::var_os("TOOLRAG_BENCH_DATA")
         .map(PathBuf::from)

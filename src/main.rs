@@ -8,6 +8,12 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// mimalloc instead of the system allocator: a BM25 query builds and drops
+/// about a hundred term scorers with their block buffers, and glibc's malloc
+/// was a visible share of a query's time (BENCHMARKS.md, "Query latency").
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let args = cli::Cli::parse();
     init_tracing(args.verbose);

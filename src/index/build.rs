@@ -237,9 +237,15 @@ impl HeldEmbedder<'_> {
 }
 
 /// Returns freed heap pages to the operating system. A registry is many small
-/// allocations; once it is dropped, glibc keeps their pages resident unless
-/// asked, and the model loaded next would sit on top of them.
+/// allocations; once it is dropped, the allocator keeps their pages resident
+/// unless asked, and the model loaded next would sit on top of them. Both
+/// allocators are asked: mimalloc (the binary's) and glibc's (ONNX Runtime's,
+/// and the library's when another binary links it with the system allocator).
 fn release_freed_memory() {
+    // SAFETY: mi_collect only frees mimalloc's own unused pages.
+    unsafe {
+        libmimalloc_sys::mi_collect(true);
+    }
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only walks the allocator's own free lists.
     unsafe {
