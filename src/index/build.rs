@@ -178,21 +178,14 @@ fn previous_vectors(
         if dim != model.dimension {
             return Ok(());
         }
-        let mut chunk = Vec::new();
-        let mut at = 0;
-        loop {
-            r.next_chunk(4096, &mut chunk)?;
-            if chunk.is_empty() {
-                return Ok(());
-            }
-            for v in chunk.chunks_exact(dim) {
-                let h = r.points()[at].text_hash;
-                at += 1;
-                if wanted.contains(&h) {
-                    cache.insert(h, v.to_vec());
+        r.for_each_chunk(dense::STREAM_CHUNK, |_, points, vectors| {
+            for (p, v) in points.iter().zip(vectors.chunks_exact(dim)) {
+                if wanted.contains(&p.text_hash) {
+                    cache.insert(p.text_hash, v.to_vec());
                 }
             }
-        }
+            Ok(())
+        })
     };
     if let Err(e) = read() {
         tracing::warn!(target: "index", "not reusing vectors: {e}");

@@ -220,9 +220,29 @@ impl VectorReader {
         &self.points
     }
 
+    /// Calls `f(first_point, points, vectors)` for consecutive chunks of at
+    /// most `chunk_points` of the vectors not read yet (row-major, `dim`
+    /// wide), with the points they belong to, so a large file is never held
+    /// whole.
+    pub(crate) fn for_each_chunk(
+        &mut self,
+        chunk_points: usize,
+        mut f: impl FnMut(usize, &[Point], &[f32]) -> Result<()>,
+    ) -> Result<()> {
+        let mut chunk = Vec::new();
+        let mut first = self.points.len() - self.left;
+        while self.left > 0 {
+            self.next_chunk(chunk_points.max(1), &mut chunk)?;
+            let n = chunk.len() / self.dim.max(1);
+            f(first, &self.points[first..first + n], &chunk)?;
+            first += n;
+        }
+        Ok(())
+    }
+
     /// Reads the next `max_points` vectors (fewer at the end; none when done),
     /// row-major, into `out` (cleared first).
-    pub(crate) fn next_chunk(&mut self, max_points: usize, out: &mut Vec<f32>) -> Result<()> {
+    fn next_chunk(&mut self, max_points: usize, out: &mut Vec<f32>) -> Result<()> {
         out.clear();
         let take = max_points.min(self.left);
         let mut bytes = vec![0u8; take * self.dim * 4];
@@ -241,27 +261,7 @@ impl VectorReader {
 
 /// Vectors read (and graph points inserted) per step when streaming
 /// `vectors.bin`: 4,096 × 384 floats is 6 MiB.
-const STREAM_CHUNK: usize = 4096;
-
-/// Calls `f(dim, first_point, vectors)` for consecutive chunks of at most
-/// `chunk_points` vectors in `path` (row-major, `dim` wide), so a large file
-/// is never read whole.
-/// Returns the dimension and the point map.
-pub(crate) fn for_each_vector_chunk(
-    path: &Path,
-    chunk_points: usize,
-    mut f: impl FnMut(usize, usize, &[f32]) -> Result<()>,
-) -> Result<(usize, Vec<Point>)> {
-    let mut r = VectorReader::open(path)?;
-    let mut chunk = Vec::new();
-    let mut first = 0;
-    while r.left > 0 {
-        r.next_chunk(chunk_points.max(1), &mut chunk)?;
-        f(r.dim, first, &chunk)?;
-        first += chunk.len() / r.dim.max(1);
-    }
-    Ok((r.dim, r.points))
-}
+pub(crate) const STREAM_CHUNK: usize = 4096;
 
 /// Reads `vectors.bin`: its header and point table, and the raw vectors only
 /// when there are at most `vectors_up_to` points (a searcher of a large index
@@ -283,14 +283,14 @@ fn read_vector_file(
 /// it there. The vectors are streamed from the file in chunks: the graph holds
 /// its own copy of each, so a flat array beside it would double the memory.
 pub(crate) fn build_and_dump_hnsw(dir: &Path) -> Result<()> {
-    let path = dir.join("vectors.bin");
-    let n = VectorReader::open(&path)?.points.len();
+    let mut r = VectorReader::open(&dir.join("vectors.bin"))?;
+    let (n, dim) = (r.points().len(), r.dim());
     if n == 0 {
         return Ok(());
     }
     let hnsw: Hnsw<'_, f32, DotDistance> =
         Hnsw::new(HNSW_M, n, HNSW_MAX_LAYER, HNSW_EF_CONSTRUCTION, DotDistance);
-    for_each_vector_chunk(&path, STREAM_CHUNK, |dim, first, vectors| {
+    r.for_each_chunk(STREAM_CHUNK, |first, _, vectors| {
         let data: Vec<(&[f32], usize)> = vectors
             .chunks_exact(dim)
             .enumerate()
@@ -307,10 +307,9 @@ pub(crate) fn build_and_dump_hnsw(dir: &Path) -> Result<()> {
 /// The opened dense side of an index.
 pub struct DenseIndex {
     hnsw: Option<Hnsw<'static, f32, DotDistance>>,
-    /// The raw vectors, kept for exact search on small indexes.
-    vectors: Option<Vec<f32>>,
-    /// The same vectors in 8 bits, for the scan's first pass.
-    quantized: Option<Quantized>,
+    /// The raw vectors and their 8-bit codes, kept for exact search on small
+    /// indexes.
+    exact: Option<ScanVectors>,
     points: Vec<Point>,
     dim: usize,
     ef: usize,
@@ -365,11 +364,9 @@ impl DenseIndex {
             }
             Some(h)
         };
-        let quantized = vectors.as_deref().map(|v| Quantized::new(v, dim));
         Ok(DenseIndex {
             hnsw,
-            vectors,
-            quantized,
+            exact: vectors.map(|v| ScanVectors::new(v, dim)),
             points,
             dim,
             ef: options.ef,
@@ -398,9 +395,9 @@ impl DenseIndex {
         if limit == 0 || query.len() != self.dim {
             return vec![];
         }
-        if let Some(vectors) = &self.vectors {
+        if let Some(exact) = &self.exact {
             return self
-                .scan(vectors, &[query], limit, keep)
+                .scan(exact, &[query], limit, keep)
                 .pop()
                 .unwrap_or_default();
         }
@@ -439,9 +436,9 @@ impl DenseIndex {
         limit: usize,
         keep: Option<&dyn Fn(u32) -> bool>,
     ) -> Vec<Vec<(usize, f32)>> {
-        match &self.vectors {
-            Some(vectors) if limit > 0 && queries.iter().all(|q| q.len() == self.dim) => {
-                self.scan(vectors, queries, limit, keep)
+        match &self.exact {
+            Some(exact) if limit > 0 && queries.iter().all(|q| q.len() == self.dim) => {
+                self.scan(exact, queries, limit, keep)
             }
             _ => queries
                 .iter()
@@ -459,14 +456,11 @@ impl DenseIndex {
     /// neighbour's 8-bit score falls below twice as many others.
     fn scan(
         &self,
-        vectors: &[f32],
+        exact: &ScanVectors,
         queries: &[&[f32]],
         limit: usize,
         keep: Option<&dyn Fn(u32) -> bool>,
     ) -> Vec<Vec<(usize, f32)>> {
-        let Some(quantized) = &self.quantized else {
-            return vec![vec![]; queries.len()];
-        };
         let dim = self.dim;
         let coded: Vec<(Vec<i8>, f32)> = queries
             .iter()
@@ -478,12 +472,7 @@ impl DenseIndex {
             .collect();
         let candidates = (2 * limit).max(limit + 32);
         let mut best: Vec<Best> = (0..queries.len()).map(|_| Best::new(candidates)).collect();
-        for (i, (code, scale)) in quantized
-            .codes
-            .chunks_exact(dim)
-            .zip(&quantized.scales)
-            .enumerate()
-        {
+        for (i, (code, scale)) in exact.codes.chunks_exact(dim).zip(&exact.scales).enumerate() {
             if keep.is_some_and(|k| !k(self.points[i].tool)) {
                 continue;
             }
@@ -496,7 +485,12 @@ impl DenseIndex {
             .map(|(b, q)| {
                 let rescored = top(b.items, candidates)
                     .into_iter()
-                    .map(|(i, _)| (i, crate::embed::dot(q, &vectors[i * dim..(i + 1) * dim])))
+                    .map(|(i, _)| {
+                        (
+                            i,
+                            crate::embed::dot(q, &exact.vectors[i * dim..(i + 1) * dim]),
+                        )
+                    })
                     .collect();
                 top(rescored, limit)
             })
@@ -536,22 +530,28 @@ impl Best {
     }
 }
 
-/// Vectors in 8 bits: each scaled so that its largest component is ±127,
-/// with the factor back to the original kept beside it.
-struct Quantized {
+/// The vectors an exact scan reads: in full precision (row-major) and in 8
+/// bits, each code scaled so that its largest component is ±127, with the
+/// factor back to the original kept beside it.
+struct ScanVectors {
+    vectors: Vec<f32>,
     codes: Vec<i8>,
     scales: Vec<f32>,
 }
 
-impl Quantized {
-    fn new(vectors: &[f32], dim: usize) -> Quantized {
+impl ScanVectors {
+    fn new(vectors: Vec<f32>, dim: usize) -> ScanVectors {
         let mut codes = vec![0i8; vectors.len()];
         let scales = vectors
             .chunks_exact(dim.max(1))
             .zip(codes.chunks_exact_mut(dim.max(1)))
             .map(|(v, c)| quantize(v, c))
             .collect();
-        Quantized { codes, scales }
+        ScanVectors {
+            vectors,
+            codes,
+            scales,
+        }
     }
 }
 
@@ -634,7 +634,7 @@ mod tests {
         w.finish().unwrap();
         build_and_dump_hnsw(dir.path()).unwrap();
         let index = DenseIndex::open(dir.path(), DenseOptions::default()).unwrap();
-        assert!(index.vectors.is_some(), "a small index keeps its vectors");
+        assert!(index.exact.is_some(), "a small index keeps its vectors");
 
         let query = &v[5 * dim..6 * dim];
         let mut expected: Vec<(usize, f32)> = v
@@ -690,17 +690,20 @@ mod tests {
         assert!(w.push(&v[..dim]).is_err(), "one vector too many");
         w.finish().unwrap();
 
+        let mut r = VectorReader::open(&path).unwrap();
+        assert_eq!((r.dim(), r.points()), (dim, &points[..]));
         let mut seen = Vec::new();
+        let mut seen_points = Vec::new();
         let mut firsts = Vec::new();
-        let (d, back) = for_each_vector_chunk(&path, 3, |d, first, chunk| {
-            assert_eq!(d, dim);
+        r.for_each_chunk(3, |first, pts, chunk| {
             firsts.push(first);
+            seen_points.extend_from_slice(pts);
             seen.extend_from_slice(chunk);
             Ok(())
         })
         .unwrap();
-        assert_eq!((d, back), (dim, points.clone()));
         assert_eq!(firsts, [0, 3, 6, 9]);
+        assert_eq!(seen_points, points);
         assert_eq!(seen, v);
 
         let short = VectorWriter::create(&dir.path().join("short.bin"), dim, &points).unwrap();
