@@ -10,17 +10,24 @@ use toolrag::search::{Mode, SearchConfig, SearchRequest, Searcher};
 
 use crate::common::{embedder, shipped_tools, toolrag};
 
+/// The namespaces of the small registry.
+const SMALL_NAMESPACES: [&str; 3] = ["filesystem", "email", "time"];
+
+/// Copies the small registry's namespace folders from `from` into `to`.
+fn copy_namespaces(from: &Path, to: &Path) {
+    for ns in SMALL_NAMESPACES {
+        std::fs::create_dir(to.join(ns)).unwrap();
+        for e in std::fs::read_dir(from.join(ns)).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), to.join(ns).join(e.file_name())).unwrap();
+        }
+    }
+}
+
 /// A small registry: a copy of three namespaces of tools/, so a test may edit it.
 fn small_registry() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    for ns in ["filesystem", "email", "time"] {
-        let to = dir.path().join(ns);
-        std::fs::create_dir(&to).unwrap();
-        for e in std::fs::read_dir(shipped_tools().join(ns)).unwrap() {
-            let e = e.unwrap();
-            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
-    }
+    copy_namespaces(&shipped_tools(), dir.path());
     dir
 }
 
@@ -117,13 +124,7 @@ fn the_same_registry_by_another_path_is_unchanged() {
     // The same files in another folder (as when a checkout moves, or the
     // registry is given by an absolute instead of a relative path).
     let moved = tempfile::tempdir().unwrap();
-    for ns in ["filesystem", "email", "time"] {
-        std::fs::create_dir(moved.path().join(ns)).unwrap();
-        for e in std::fs::read_dir(reg.path().join(ns)).unwrap() {
-            let e = e.unwrap();
-            std::fs::copy(e.path(), moved.path().join(ns).join(e.file_name())).unwrap();
-        }
-    }
+    copy_namespaces(reg.path(), moved.path());
     let again = index(moved.path(), out.path(), &[]);
     assert_eq!(again["changed"], 0, "{again}");
     assert_eq!(again["reused"].as_u64(), Some(n));
