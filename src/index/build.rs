@@ -334,6 +334,12 @@ pub fn build(
         .collect();
     drop(registry);
     release_freed_memory();
+    super::impact::write(
+        &staging.join("lexical"),
+        &opts.boosts,
+        &staging.join(super::impact::FILE),
+    )?;
+    release_freed_memory();
 
     // Phase 2, with the model: embed what the previous generation lacks and
     // write every point's vector.

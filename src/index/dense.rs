@@ -28,11 +28,29 @@ const HNSW_MAX_LAYER: usize = 16;
 /// the graph.
 pub const EXACT_MAX_POINTS: usize = 10_000;
 
+/// Up to this many points (and above [`EXACT_MAX_POINTS`]) a search still
+/// reads every point, but first by a one-bit code per dimension (the sign of
+/// the vector less the mean of all vectors: 48 bytes for 384 dimensions), and
+/// scores only the closest few thousand by Hamming distance with the 8-bit
+/// codes and then in full precision. At 100k points the bit codes are 4.8 MB
+/// and the pass costs less than the HNSW walk, with more of the exact answer
+/// (BENCHMARKS.md, "Dense search at 100k"). Above it, the graph.
+pub const SCAN_MAX_POINTS: usize = 300_000;
+
+/// How many points the bit-code pass hands to the 8-bit codes, per point
+/// asked for (at least [`BINARY_MIN_CANDIDATES`]).
+const BINARY_CANDIDATES_PER_LIMIT: usize = 40;
+/// The fewest points the bit-code pass hands on.
+const BINARY_MIN_CANDIDATES: usize = 400;
+
 /// How an opened dense index searches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DenseOptions {
-    /// Scan every vector exactly up to this many points; walk the graph above.
+    /// Scan every vector exactly up to this many points.
     pub exact_max_points: usize,
+    /// Above `exact_max_points`, scan bit codes up to this many points (see
+    /// [`SCAN_MAX_POINTS`]); walk the graph above.
+    pub scan_max_points: usize,
     /// The HNSW candidate list size (`ef`) per query vector; 0 picks it from
     /// the number of points asked for (see [`DenseIndex::search`]).
     pub ef: usize,
@@ -46,6 +64,7 @@ impl Default for DenseOptions {
     fn default() -> Self {
         DenseOptions {
             exact_max_points: EXACT_MAX_POINTS,
+            scan_max_points: SCAN_MAX_POINTS,
             ef: 0,
         }
     }
@@ -306,10 +325,12 @@ pub(crate) fn build_and_dump_hnsw(dir: &Path) -> Result<()> {
 
 /// The opened dense side of an index.
 pub struct DenseIndex {
+    /// The graph, loaded only for indexes too large to scan.
     hnsw: Option<Hnsw<'static, f32, DotDistance>>,
-    /// The raw vectors and their 8-bit codes, kept for exact search on small
-    /// indexes.
+    /// The raw vectors and their 8-bit codes, kept for the scans.
     exact: Option<ScanVectors>,
+    /// The one-bit codes, for indexes between the exact and the graph sizes.
+    bits: Option<BitCodes>,
     points: Vec<Point>,
     dim: usize,
     ef: usize,
@@ -339,9 +360,9 @@ impl DenseIndex {
     /// Opens the dense side stored in `dir`: the point map and the dumped
     /// graph, plus the raw vectors when the index is small enough to scan.
     pub fn open(dir: &Path, options: DenseOptions) -> Result<DenseIndex> {
-        let (dim, points, vectors) =
-            read_vector_file(&dir.join("vectors.bin"), options.exact_max_points)?;
-        let hnsw = if points.is_empty() {
+        let scan_up_to = options.exact_max_points.max(options.scan_max_points);
+        let (dim, points, vectors) = read_vector_file(&dir.join("vectors.bin"), scan_up_to)?;
+        let hnsw = if points.is_empty() || vectors.is_some() {
             None
         } else {
             // hnsw_rs ties the graph's lifetime to its loader; the loader is a few
@@ -364,9 +385,15 @@ impl DenseIndex {
             }
             Some(h)
         };
+        let exact = vectors.map(|v| ScanVectors::new(v, dim));
+        let bits = match &exact {
+            Some(e) if points.len() > options.exact_max_points => Some(BitCodes::new(e, dim)),
+            _ => None,
+        };
         Ok(DenseIndex {
             hnsw,
-            exact: vectors.map(|v| ScanVectors::new(v, dim)),
+            exact,
+            bits,
             points,
             dim,
             ef: options.ef,
@@ -391,16 +418,22 @@ impl DenseIndex {
         limit: usize,
         keep: Option<&dyn Fn(u32) -> bool>,
     ) -> Vec<(usize, f32)> {
-        let Some(h) = &self.hnsw else { return vec![] };
         if limit == 0 || query.len() != self.dim {
             return vec![];
         }
-        if let Some(exact) = &self.exact {
+        if let (Some(exact), Some(bits)) = (&self.exact, &self.bits) {
             return self
-                .scan(exact, &[query], limit, keep)
+                .scan_bits(exact, bits, &[(query, limit)], keep)
                 .pop()
                 .unwrap_or_default();
         }
+        if let Some(exact) = &self.exact {
+            return self
+                .scan(exact, &[(query, limit)], keep)
+                .pop()
+                .unwrap_or_default();
+        }
+        let Some(h) = &self.hnsw else { return vec![] };
         let ef = if self.ef > 0 {
             self.ef.max(limit)
         } else {
@@ -427,22 +460,21 @@ impl DenseIndex {
 
 impl DenseIndex {
     /// [`DenseIndex::search`] for several query vectors at once (a request
-    /// and its clauses). On a small index the vectors are read once for all
+    /// and its clauses), each with its own limit. On a small index the vectors are read once for all
     /// queries: the scan is bound by memory bandwidth (5 MB on bfcl), not by
     /// the multiply-adds.
     pub fn search_many(
         &self,
-        queries: &[&[f32]],
-        limit: usize,
+        queries: &[(&[f32], usize)],
         keep: Option<&dyn Fn(u32) -> bool>,
     ) -> Vec<Vec<(usize, f32)>> {
-        match &self.exact {
-            Some(exact) if limit > 0 && queries.iter().all(|q| q.len() == self.dim) => {
-                self.scan(exact, queries, limit, keep)
-            }
+        let usable = queries.iter().all(|(q, _)| q.len() == self.dim);
+        match (&self.exact, &self.bits) {
+            (Some(exact), Some(bits)) if usable => self.scan_bits(exact, bits, queries, keep),
+            (Some(exact), None) if usable => self.scan(exact, queries, keep),
             _ => queries
                 .iter()
-                .map(|q| self.search(q, limit, keep))
+                .map(|(q, limit)| self.search(q, *limit, keep))
                 .collect(),
         }
     }
@@ -457,21 +489,23 @@ impl DenseIndex {
     fn scan(
         &self,
         exact: &ScanVectors,
-        queries: &[&[f32]],
-        limit: usize,
+        queries: &[(&[f32], usize)],
         keep: Option<&dyn Fn(u32) -> bool>,
     ) -> Vec<Vec<(usize, f32)>> {
         let dim = self.dim;
         let coded: Vec<(Vec<i8>, f32)> = queries
             .iter()
-            .map(|q| {
+            .map(|(q, _)| {
                 let mut code = vec![0i8; dim];
                 let scale = quantize(q, &mut code);
                 (code, scale)
             })
             .collect();
-        let candidates = (2 * limit).max(limit + 32);
-        let mut best: Vec<Best> = (0..queries.len()).map(|_| Best::new(candidates)).collect();
+        let candidates = |limit: usize| (2 * limit).max(limit + 32);
+        let mut best: Vec<Best> = queries
+            .iter()
+            .map(|(_, limit)| Best::new(candidates(*limit)))
+            .collect();
         for (i, (code, scale)) in exact.codes.chunks_exact(dim).zip(&exact.scales).enumerate() {
             if keep.is_some_and(|k| !k(self.points[i].tool)) {
                 continue;
@@ -482,8 +516,11 @@ impl DenseIndex {
         }
         best.into_iter()
             .zip(queries)
-            .map(|(b, q)| {
-                let rescored = top(b.items, candidates)
+            .map(|(b, &(q, limit))| {
+                if limit == 0 {
+                    return vec![];
+                }
+                let rescored = top(b.items, candidates(limit))
                     .into_iter()
                     .map(|(i, _)| {
                         (
@@ -496,6 +533,358 @@ impl DenseIndex {
             })
             .collect()
     }
+}
+
+impl DenseIndex {
+    /// The nearest kept points to each query (as many as its limit) by a
+    /// pass over the one-bit codes: each query's closest candidates by
+    /// Hamming distance are scored with the 8-bit codes, and the best
+    /// `2 × limit` of those in full precision.
+    fn scan_bits(
+        &self,
+        exact: &ScanVectors,
+        bits: &BitCodes,
+        queries: &[(&[f32], usize)],
+        keep: Option<&dyn Fn(u32) -> bool>,
+    ) -> Vec<Vec<(usize, f32)>> {
+        let wanted: Vec<usize> = queries
+            .iter()
+            .map(|(_, limit)| (BINARY_CANDIDATES_PER_LIMIT * limit).max(BINARY_MIN_CANDIDATES))
+            .collect();
+        let codes: Vec<Vec<u64>> = queries.iter().map(|(q, _)| bits.code(q)).collect();
+        let mut cands = bits.candidates(&codes, &wanted);
+        queries
+            .iter()
+            .zip(cands.iter_mut())
+            .map(|(&(q, limit), cands)| {
+                if limit == 0 {
+                    return vec![];
+                }
+                if let Some(keep) = keep {
+                    cands.retain(|&i| keep(self.points[i as usize].tool));
+                }
+                self.rescore(exact, q, cands, limit)
+            })
+            .collect()
+    }
+
+    /// The best `limit` of the candidate points for `query`: scored with the
+    /// 8-bit codes, then the best `2 × limit` in full precision. The
+    /// candidates are scattered over memory, so each one's cache lines are
+    /// requested a few candidates ahead and the loads overlap.
+    fn rescore(
+        &self,
+        exact: &ScanVectors,
+        query: &[f32],
+        cands: &[u32],
+        limit: usize,
+    ) -> Vec<(usize, f32)> {
+        let dim = self.dim;
+        let mut q_code = vec![0i8; dim];
+        let q_scale = quantize(query, &mut q_code);
+        let rescore = (2 * limit).max(limit + 32);
+        let mut best = Best::new(rescore);
+        for (j, &i) in cands.iter().enumerate() {
+            if let Some(&ahead) = cands.get(j + PREFETCH_AHEAD) {
+                let a = ahead as usize;
+                prefetch(&exact.codes[a * dim..(a + 1) * dim]);
+            }
+            let i = i as usize;
+            let code = &exact.codes[i * dim..(i + 1) * dim];
+            best.push(i, dot_i8(&q_code, code) * q_scale * exact.scales[i]);
+        }
+        let picked = top(best.items, rescore);
+        for &(i, _) in picked.iter().take(PREFETCH_AHEAD) {
+            prefetch(&exact.vectors[i * dim..(i + 1) * dim]);
+        }
+        let rescored = picked
+            .iter()
+            .enumerate()
+            .map(|(j, &(i, _))| {
+                if let Some(&(a, _)) = picked.get(j + PREFETCH_AHEAD) {
+                    prefetch(&exact.vectors[a * dim..(a + 1) * dim]);
+                }
+                (
+                    i,
+                    crate::embed::dot(query, &exact.vectors[i * dim..(i + 1) * dim]),
+                )
+            })
+            .collect();
+        top(rescored, limit)
+    }
+}
+
+/// How many candidates ahead the scans prefetch.
+const PREFETCH_AHEAD: usize = 8;
+
+/// Asks the CPU to start loading the cache lines of `data`.
+#[inline(always)]
+fn prefetch<T>(data: &[T]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let bytes = std::mem::size_of_val(data);
+        let p = data.as_ptr().cast::<i8>();
+        for off in (0..bytes).step_by(64) {
+            // SAFETY: a prefetch is a hint; it reads nothing and cannot
+            // fault, and the address is within `data`.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.add(off))
+            };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = data;
+}
+
+/// Codes per block of the bit-code layout.
+const BLOCK: usize = 8;
+
+/// One bit per dimension: whether the vector is above the mean of all
+/// vectors there. Centring first matters: sentence embeddings share a large
+/// common component, and the signs of raw vectors agree on most dimensions.
+///
+/// The codes are stored in blocks of [`BLOCK`] points, word by word (word 0
+/// of the block's eight points, then word 1, ...), so that one vector
+/// instruction compares a query word with eight points.
+struct BitCodes {
+    mean: Vec<f32>,
+    /// 64-bit words per code.
+    words: usize,
+    /// The number of points (the last block is padded).
+    n: usize,
+    codes: Vec<u64>,
+}
+
+impl BitCodes {
+    fn new(exact: &ScanVectors, dim: usize) -> BitCodes {
+        let dim = dim.max(1);
+        let n = exact.vectors.len() / dim;
+        let mut mean = vec![0f64; dim];
+        for v in exact.vectors.chunks_exact(dim) {
+            for (m, x) in mean.iter_mut().zip(v) {
+                *m += f64::from(*x);
+            }
+        }
+        let mean: Vec<f32> = mean.iter().map(|m| (m / n.max(1) as f64) as f32).collect();
+        let words = dim.div_ceil(64);
+        let mut b = BitCodes {
+            mean,
+            words,
+            n,
+            codes: vec![0; n.div_ceil(BLOCK) * BLOCK * words],
+        };
+        for (i, v) in exact.vectors.chunks_exact(dim).enumerate() {
+            for (w, word) in b.code(v).into_iter().enumerate() {
+                let at = b.slot(i, w);
+                b.codes[at] = word;
+            }
+        }
+        b
+    }
+
+    /// Where word `w` of point `i`'s code is.
+    fn slot(&self, i: usize, w: usize) -> usize {
+        (i / BLOCK) * BLOCK * self.words + w * BLOCK + i % BLOCK
+    }
+
+    /// The Hamming distance from `query` to point `i`.
+    #[inline(always)]
+    fn distance(&self, query: &[u64], i: usize) -> u32 {
+        query
+            .iter()
+            .enumerate()
+            .map(|(w, q)| (q ^ self.codes[self.slot(i, w)]).count_ones())
+            .sum()
+    }
+
+    /// For each query code, about its `wanted` points nearest to it by Hamming
+    /// distance, in point order. Each query's distance cut-off comes from a
+    /// sample of the codes (every n/[`SAMPLE`]-th); then one pass over all the
+    /// codes serves every query, since the pass is bound by memory, not by
+    /// the arithmetic. The count lands within a few percent of `wanted`, and
+    /// above it by at most the points at the cut-off distance itself.
+    fn candidates(&self, queries: &[Vec<u64>], wanted: &[usize]) -> Vec<Vec<u32>> {
+        let n = self.n;
+        let stride = (n / SAMPLE).max(1);
+        let cutoffs: Vec<u32> = queries
+            .iter()
+            .zip(wanted)
+            .map(|(q, &wanted)| {
+                if wanted >= n {
+                    return u32::MAX;
+                }
+                let mut counts = vec![0usize; self.words * 64 + 1];
+                let sampled = sample_distances(self, q, stride, &mut counts);
+                let target = (wanted * sampled).div_ceil(n);
+                let mut sum = 0;
+                counts
+                    .iter()
+                    .position(|c| {
+                        sum += c;
+                        sum >= target
+                    })
+                    .unwrap_or(counts.len() - 1) as u32
+            })
+            .collect();
+        let flat: Vec<u64> = queries.concat();
+        let mut out: Vec<Vec<u32>> = wanted
+            .iter()
+            .map(|&w| Vec::with_capacity(w.min(n) + w.min(n) / 2))
+            .collect();
+        within(&flat, &cutoffs, &self.codes, &mut out);
+        // The padding of the last block is not a point.
+        for o in &mut out {
+            while o.last().is_some_and(|&i| i as usize >= n) {
+                o.pop();
+            }
+        }
+        out
+    }
+
+    fn code(&self, v: &[f32]) -> Vec<u64> {
+        let mut code = vec![0u64; self.words];
+        for (j, (x, m)) in v.iter().zip(&self.mean).enumerate() {
+            if x > m {
+                code[j / 64] |= 1 << (j % 64);
+            }
+        }
+        code
+    }
+}
+
+/// About how many points the bit-code pass samples to pick a query's
+/// Hamming cut-off.
+const SAMPLE: usize = 2048;
+
+/// Counts the distances from `query` to every `stride`-th point into
+/// `counts` (indexed by distance); returns how many points were sampled.
+fn sample_distances(bits: &BitCodes, query: &[u64], stride: usize, counts: &mut [usize]) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("popcnt") {
+            // SAFETY: the CPU has the instruction, checked just above.
+            return unsafe { sample_distances_popcnt(bits, query, stride, counts) };
+        }
+    }
+    sample_distances_portable(bits, query, stride, counts)
+}
+
+#[inline(always)]
+fn sample_distances_portable(
+    bits: &BitCodes,
+    query: &[u64],
+    stride: usize,
+    counts: &mut [usize],
+) -> usize {
+    let mut sampled = 0;
+    for i in (0..bits.n).step_by(stride.max(1)) {
+        counts[bits.distance(query, i) as usize] += 1;
+        sampled += 1;
+    }
+    sampled
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+fn sample_distances_popcnt(
+    bits: &BitCodes,
+    query: &[u64],
+    stride: usize,
+    counts: &mut [usize],
+) -> usize {
+    sample_distances_portable(bits, query, stride, counts)
+}
+
+/// For each query code (`queries` holds them end to end), the points whose
+/// code (blocked as in [`BitCodes`]) is within that query's cut-off in
+/// bits, appended to its list in `out`; with the widest population count
+/// the CPU has.
+fn within(queries: &[u64], cutoffs: &[u32], codes: &[u64], out: &mut [Vec<u32>]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512vpopcntdq")
+            && std::arch::is_x86_feature_detected!("avx512f")
+        {
+            // SAFETY: the CPU has the instructions, checked just above.
+            unsafe { within_avx512(queries, cutoffs, codes, out) };
+            return;
+        }
+        if std::arch::is_x86_feature_detected!("popcnt") {
+            // SAFETY: as above.
+            unsafe { within_popcnt(queries, cutoffs, codes, out) };
+            return;
+        }
+    }
+    within_portable(queries, cutoffs, codes, out);
+}
+
+/// [`within`] in plain Rust.
+#[inline(always)]
+fn within_portable(queries: &[u64], cutoffs: &[u32], codes: &[u64], out: &mut [Vec<u32>]) {
+    let words = queries.len() / cutoffs.len().max(1);
+    if words == 0 {
+        return;
+    }
+    for (b, block) in codes.chunks_exact(BLOCK * words).enumerate() {
+        for ((query, &cutoff), out) in queries.chunks_exact(words).zip(cutoffs).zip(out.iter_mut())
+        {
+            let mut d = [0u32; BLOCK];
+            for (q, lanes) in query.iter().zip(block.chunks_exact(BLOCK)) {
+                for (dj, c) in d.iter_mut().zip(lanes) {
+                    *dj += (q ^ c).count_ones();
+                }
+            }
+            for (j, dj) in d.iter().enumerate() {
+                if *dj <= cutoff {
+                    out.push((b * BLOCK + j) as u32);
+                }
+            }
+        }
+    }
+}
+
+/// [`within`] with AVX-512's vector population count: the eight points of a
+/// block in one register, a word at a time.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vpopcntdq")]
+fn within_avx512(queries: &[u64], cutoffs: &[u32], codes: &[u64], out: &mut [Vec<u32>]) {
+    use std::arch::x86_64::{
+        _mm512_add_epi64, _mm512_cmple_epu64_mask, _mm512_loadu_si512, _mm512_popcnt_epi64,
+        _mm512_set1_epi64, _mm512_setzero_si512, _mm512_xor_si512,
+    };
+    let words = queries.len() / cutoffs.len().max(1);
+    if words == 0 {
+        return;
+    }
+    let limits: Vec<_> = cutoffs
+        .iter()
+        .map(|&c| _mm512_set1_epi64(i64::from(c)))
+        .collect();
+    for (b, block) in codes.chunks_exact(BLOCK * words).enumerate() {
+        for ((query, limit), out) in queries.chunks_exact(words).zip(&limits).zip(out.iter_mut()) {
+            let mut d = _mm512_setzero_si512();
+            for (q, lanes) in query.iter().zip(block.chunks_exact(BLOCK)) {
+                // SAFETY: `lanes` is eight u64s, the 64 bytes an unaligned
+                // load reads.
+                let c = unsafe { _mm512_loadu_si512(lanes.as_ptr().cast()) };
+                let x = _mm512_xor_si512(c, _mm512_set1_epi64(*q as i64));
+                d = _mm512_add_epi64(d, _mm512_popcnt_epi64(x));
+            }
+            let mut hits = _mm512_cmple_epu64_mask(d, *limit);
+            while hits != 0 {
+                out.push((b * BLOCK) as u32 + hits.trailing_zeros());
+                hits &= hits - 1;
+            }
+        }
+    }
+}
+
+/// [`within`] with the scalar population-count instruction, which the
+/// default x86-64 target does not assume.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+fn within_popcnt(queries: &[u64], cutoffs: &[u32], codes: &[u64], out: &mut [Vec<u32>]) {
+    within_portable(queries, cutoffs, codes, out);
 }
 
 /// The best `k` scores seen so far, kept without storing every score: items
@@ -664,9 +1053,99 @@ mod tests {
         assert_eq!(ids(&filtered), expected);
 
         let other = &v[9 * dim..10 * dim];
-        let many = index.search_many(&[query, other], 10, Some(&even_tools));
+        let many = index.search_many(&[(query, 10), (other, 4)], Some(&even_tools));
         assert_eq!(many[0], filtered);
-        assert_eq!(many[1], index.search(other, 10, Some(&even_tools)));
+        assert_eq!(many[1], index.search(other, 4, Some(&even_tools)));
+    }
+
+    /// Writes `v` as `vectors.bin` (one tool per two points) and its graph.
+    fn write_index(dir: &Path, v: &[f32], dim: usize) -> Vec<Point> {
+        let points: Vec<Point> = (0..v.len() / dim)
+            .map(|i| Point {
+                tool: (i / 2) as u32,
+                kind: PointKind::Tool,
+                text_hash: [0; 16],
+            })
+            .collect();
+        let mut w = VectorWriter::create(&dir.join("vectors.bin"), dim, &points).unwrap();
+        for x in v.chunks_exact(dim) {
+            w.push(x).unwrap();
+        }
+        w.finish().unwrap();
+        build_and_dump_hnsw(dir).unwrap();
+        points
+    }
+
+    #[test]
+    fn the_bit_code_scan_finds_the_nearest_points_and_honours_the_filter() {
+        // Not a multiple of the block size, and a dimension that does not
+        // fill its last 64-bit word.
+        let (n, dim) = (3003, 96);
+        let v = vectors(n, dim);
+        let dir = tempfile::tempdir().unwrap();
+        let points = write_index(dir.path(), &v, dim);
+        let options = DenseOptions {
+            exact_max_points: 1000,
+            scan_max_points: 10_000,
+            ef: 0,
+        };
+        let index = DenseIndex::open(dir.path(), options).unwrap();
+        assert!(index.bits.is_some() && index.hnsw.is_none());
+        let exact_top = |q: &[f32], keep: &dyn Fn(u32) -> bool| -> Vec<usize> {
+            let mut all: Vec<(usize, f32)> = v
+                .chunks_exact(dim)
+                .enumerate()
+                .filter(|(i, _)| keep(points[*i].tool))
+                .map(|(i, x)| (i, crate::embed::dot(q, x)))
+                .collect();
+            all.sort_by(|a, b| b.1.total_cmp(&a.1));
+            all.iter().take(10).map(|x| x.0).collect()
+        };
+        let even_tools = |t: u32| t.is_multiple_of(2);
+        let mut found = 0;
+        for p in [0, 17, 1500, 3002] {
+            let q = &v[p * dim..(p + 1) * dim];
+            let got = index.search(q, 10, None);
+            assert_eq!(got.len(), 10);
+            assert_eq!(got[0].0, p, "a point is its own nearest");
+            // Scores are full-precision cosines, best first.
+            for (i, s) in &got {
+                assert!((s - crate::embed::dot(q, &v[i * dim..(i + 1) * dim])).abs() < 1e-6);
+            }
+            assert!(got.windows(2).all(|w| w[0].1 >= w[1].1));
+            let want = exact_top(q, &|_| true);
+            found += got.iter().filter(|(i, _)| want.contains(i)).count();
+
+            let filtered = index.search(q, 10, Some(&even_tools));
+            assert!(filtered.iter().all(|(i, _)| even_tools(points[*i].tool)));
+            assert!(filtered.iter().all(|(i, _)| *i < n));
+            let want = exact_top(q, &even_tools);
+            found += filtered.iter().filter(|(i, _)| want.contains(i)).count();
+        }
+        // Random vectors are the hard case for one-bit codes; real
+        // embeddings agree better (BENCHMARKS.md).
+        assert!(found >= 70, "{found} of 80 exact neighbours found");
+    }
+
+    #[test]
+    fn every_population_count_agrees() {
+        let words = 6;
+        let mut state = 11u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            state
+        };
+        let codes: Vec<u64> = (0..BLOCK * words * 50).map(|_| next()).collect();
+        let queries: Vec<u64> = (0..words * 3).map(|_| next()).collect();
+        let cutoffs = [150, 192, 0];
+        let mut portable = vec![Vec::new(); 3];
+        within_portable(&queries, &cutoffs, &codes, &mut portable);
+        let mut dispatched = vec![Vec::new(); 3];
+        within(&queries, &cutoffs, &codes, &mut dispatched);
+        assert_eq!(portable, dispatched);
+        assert!(!portable[1].is_empty() && portable[2].is_empty());
     }
 
     #[test]

@@ -3,7 +3,9 @@
 
 use std::path::Path;
 
-use tantivy::query::{BooleanQuery, BoostQuery, DisjunctionMaxQuery, Occur, Query, TermQuery};
+use tantivy::query::{
+    BooleanQuery, BoostQuery, ConstScoreQuery, DisjunctionMaxQuery, Occur, Query, TermQuery,
+};
 use tantivy::schema::{
     Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions, STRING,
 };
@@ -94,7 +96,7 @@ pub(crate) struct Fields {
     pub tag_raw: Field,
 }
 
-fn schema() -> (Schema, Fields) {
+pub(crate) fn schema() -> (Schema, Fields) {
     let mut b = Schema::builder();
     let text = TextOptions::default().set_indexing_options(
         TextFieldIndexing::default()
@@ -115,6 +117,23 @@ fn schema() -> (Schema, Fields) {
         tag_raw: b.add_text_field("tag_raw", STRING),
     };
     (b.build(), fields)
+}
+
+/// The text fields a query searches, with their boosts (those above zero).
+pub(crate) fn weighted_fields(f: &Fields, b: &FieldBoosts) -> Vec<(Field, f32)> {
+    [
+        (f.name, b.name),
+        (f.summary, b.summary),
+        (f.description, b.description),
+        (f.params, b.params),
+        (f.examples, b.examples),
+        (f.tags, b.tags),
+        (f.namespace, b.namespace),
+        (f.all, b.all),
+    ]
+    .into_iter()
+    .filter(|&(_, boost)| boost > 0.0)
+    .collect()
 }
 
 /// Splits text into words, and words into identifier parts (`snake_case`,
@@ -262,12 +281,15 @@ pub struct LexicalIndex {
     fields: Fields,
     boosts: FieldBoosts,
     union_max_docs: u64,
+    /// The precomputed impacts, when the index has them for these boosts.
+    impacts: Option<super::impact::ImpactIndex>,
 }
 
 impl std::fmt::Debug for LexicalIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LexicalIndex")
             .field("boosts", &self.boosts)
+            .field("impacts", &self.impacts)
             .finish()
     }
 }
@@ -284,8 +306,15 @@ pub struct LexicalFilter<'a> {
 impl LexicalIndex {
     /// Opens the lexical index in `dir`, scoring as a plain union up to
     /// `union_max_docs` documents and with block-max WAND above (see
-    /// [`UNION_MAX_DOCS`]).
-    pub fn open(dir: &Path, boosts: FieldBoosts, union_max_docs: u64) -> Result<LexicalIndex> {
+    /// [`UNION_MAX_DOCS`]). With `impacts` (computed for these boosts), a
+    /// query reads those instead of scoring every field (see
+    /// [`super::impact`]); the ranking is the same.
+    pub fn open(
+        dir: &Path,
+        boosts: FieldBoosts,
+        union_max_docs: u64,
+        impacts: Option<super::impact::ImpactIndex>,
+    ) -> Result<LexicalIndex> {
         let index = Index::open_in_dir(dir).map_err(terr)?;
         index.tokenizers().register(ANALYZER, analyzer());
         let reader = index
@@ -300,6 +329,7 @@ impl LexicalIndex {
             fields,
             boosts,
             union_max_docs,
+            impacts,
         })
     }
 
@@ -325,11 +355,16 @@ impl LexicalIndex {
 
     /// The top `limit` tools for `text` by boosted BM25: `(tool ordinal, score)`.
     /// User text is plain text: no query syntax is interpreted.
+    ///
+    /// `filter` restricts the tantivy query; `keep` restricts the impact
+    /// search (see [`LexicalIndex::open`]), which has no fields to filter on.
+    /// Pass both for the same restriction.
     pub fn search(
         &self,
         text: &str,
         limit: usize,
         filter: &LexicalFilter<'_>,
+        keep: Option<&dyn Fn(u32) -> bool>,
     ) -> Result<Vec<(u32, f32)>> {
         if limit == 0 {
             return Ok(vec![]);
@@ -338,24 +373,13 @@ impl LexicalIndex {
         if terms.is_empty() {
             return Ok(vec![]);
         }
+        if let Some(impacts) = &self.impacts {
+            return Ok(impacts.search(&terms, limit, keep));
+        }
         let f = &self.fields;
-        let b = &self.boosts;
-        let weighted = [
-            (f.name, b.name),
-            (f.summary, b.summary),
-            (f.description, b.description),
-            (f.params, b.params),
-            (f.examples, b.examples),
-            (f.tags, b.tags),
-            (f.namespace, b.namespace),
-            (f.all, b.all),
-        ];
         let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         for term in &terms {
-            for (field, boost) in weighted {
-                if boost <= 0.0 {
-                    continue;
-                }
+            for (field, boost) in weighted_fields(f, &self.boosts) {
                 let q = TermQuery::new(
                     Term::from_field_text(field, term),
                     IndexRecordOption::WithFreqs,
@@ -394,7 +418,14 @@ impl LexicalIndex {
                         (Occur::Should, q)
                     })
                     .collect();
-                must.push((Occur::Must, Box::new(BooleanQuery::new(any))));
+                // A filter restricts and must not score: BM25 of the
+                // namespace or tag term would add to every kept tool's score
+                // (and not always the same amount), which the impact search
+                // does not do.
+                must.push((
+                    Occur::Must,
+                    Box::new(ConstScoreQuery::new(Box::new(BooleanQuery::new(any)), 0.0)),
+                ));
             }
             Box::new(BooleanQuery::new(must))
         };
@@ -426,6 +457,11 @@ impl LexicalIndex {
             out.push((ord as u32, score));
         }
         Ok(out)
+    }
+
+    /// Whether queries read precomputed impacts.
+    pub fn has_impacts(&self) -> bool {
+        self.impacts.is_some()
     }
 
     /// The number of documents.

@@ -12,6 +12,7 @@
 //!     manifest.json  format version, model, build time, tool ids and hashes, counts
 //!     tools.json     the normalised tools, in ordinal order
 //!     lexical/       the tantivy index
+//!     impacts.bin    each term's BM25 score per tool, precomputed from it
 //!     vectors.bin    raw vectors plus the point → tool map (absent when lexical-only)
 //!     dense.hnsw.*   the HNSW graph (hnsw_rs file_dump)
 //!   .staging-*/      a build in progress; never read
@@ -23,6 +24,7 @@
 
 mod build;
 pub mod dense;
+pub mod impact;
 pub mod lexical;
 mod manifest;
 

@@ -27,7 +27,7 @@ pub const MAX_QUERY_CHARS: usize = 4096;
 
 /// Tuning of retrieval and abstaining.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default, rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct SearchConfig {
     /// How deep each retriever goes before fusion.
     pub depth: usize,
@@ -37,6 +37,8 @@ pub struct SearchConfig {
     pub clause_vectors: bool,
     /// Subtracted from a clause vector's similarity, so the whole request wins ties.
     pub clause_penalty: f32,
+    /// How deep each clause vector searches (0: as deep as the request).
+    pub clause_depth: usize,
     /// How many query embeddings to keep in the LRU cache (0: no cache).
     pub query_cache: usize,
     /// BM25 field boosts; `None` uses the ones recorded in the index.
@@ -57,6 +59,10 @@ pub struct SearchConfig {
     /// walks the HNSW graph above (see
     /// [`crate::index::dense::EXACT_MAX_POINTS`]).
     pub exact_max_points: usize,
+    /// Above `exact_max_points`, dense search scans one-bit codes up to this
+    /// many points and walks the HNSW graph above (see
+    /// [`crate::index::dense::SCAN_MAX_POINTS`]).
+    pub scan_max_points: usize,
     /// The HNSW candidate list size per query vector; 0 picks it from the
     /// search depth.
     pub hnsw_ef: usize,
@@ -69,12 +75,14 @@ impl Default for SearchConfig {
             fusion: Fusion::default(),
             clause_vectors: true,
             clause_penalty: 0.0,
+            clause_depth: 10,
             query_cache: 1024,
             boosts: None,
             min_dense: 0.30,
             min_lexical: 0.0,
             union_max_docs: crate::index::lexical::UNION_MAX_DOCS,
             exact_max_points: crate::index::dense::EXACT_MAX_POINTS,
+            scan_max_points: crate::index::dense::SCAN_MAX_POINTS,
             hnsw_ef: 0,
         }
     }
@@ -138,11 +146,16 @@ impl Searcher {
                 manifest.counts.tools
             )));
         }
-        let lexical = LexicalIndex::open(
-            &gen.join("lexical"),
-            config.boosts.unwrap_or(manifest.boosts),
-            config.union_max_docs,
-        )?;
+        // The impacts were computed with the build's boosts; other boosts
+        // from the configuration are scored by tantivy field by field.
+        let boosts = config.boosts.unwrap_or(manifest.boosts);
+        let impacts = if boosts == manifest.boosts {
+            crate::index::impact::ImpactIndex::open(&gen.join(crate::index::impact::FILE))?
+        } else {
+            None
+        };
+        let lexical =
+            LexicalIndex::open(&gen.join("lexical"), boosts, config.union_max_docs, impacts)?;
         let dense = if manifest.lexical_only || embedder.is_none() {
             None
         } else {
@@ -150,6 +163,7 @@ impl Searcher {
                 &gen,
                 crate::index::dense::DenseOptions {
                     exact_max_points: config.exact_max_points,
+                    scan_max_points: config.scan_max_points,
                     ef: config.hnsw_ef,
                 },
             )?)
@@ -301,7 +315,10 @@ impl Searcher {
             } else {
                 1
             };
-            let mut l = self.lexical.search(query, depth * extra, &lf)?;
+            let keep_dyn: &dyn Fn(u32) -> bool = &keep;
+            let mut l =
+                self.lexical
+                    .search(query, depth * extra, &lf, filtered.then_some(keep_dyn))?;
             if filtered {
                 l.retain(|(o, _)| keep(*o));
             }
@@ -318,12 +335,19 @@ impl Searcher {
             // (clauses): look deeper by the points a tool has on average,
             // keep each tool's best similarity.
             let mut best: std::collections::HashMap<u32, f32> = std::collections::HashMap::new();
-            let queries: Vec<&[f32]> = vectors.iter().map(Vec::as_slice).collect();
-            let found = d.search_many(
-                &queries,
-                depth * self.points_per_tool,
-                if filtered { Some(keep_dyn) } else { None },
-            );
+            let clause_depth = match self.config.clause_depth {
+                0 => depth,
+                c => c.min(depth),
+            };
+            let queries: Vec<(&[f32], usize)> = vectors
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    let d = if i == 0 { depth } else { clause_depth };
+                    (v.as_slice(), d * self.points_per_tool)
+                })
+                .collect();
+            let found = d.search_many(&queries, if filtered { Some(keep_dyn) } else { None });
             for (i, hits) in found.into_iter().enumerate() {
                 let penalty = if i == 0 {
                     0.0

@@ -485,3 +485,88 @@ fn resolve_returns_the_full_card_or_a_clear_error() {
             "unknown handle `tool://nope/nothing`",
         ));
 }
+
+/// Copies the index folder `from` (one level of generation folders) to `to`.
+fn copy_index(from: &Path, to: &Path) {
+    for entry in walkdir::WalkDir::new(from) {
+        let entry = entry.unwrap();
+        let rel = entry.path().strip_prefix(from).unwrap();
+        let dest = to.join(rel);
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&dest).unwrap();
+        } else {
+            std::fs::copy(entry.path(), &dest).unwrap();
+        }
+    }
+}
+
+#[test]
+fn precomputed_impacts_rank_as_tantivy_scores_every_field() {
+    let gen = toolrag::index::current_generation(shipped_index()).unwrap();
+    assert!(gen.join(toolrag::index::impact::FILE).is_file());
+    // The same index without its impacts file: tantivy scores each field.
+    let copy = tempfile::tempdir().unwrap();
+    copy_index(shipped_index(), copy.path());
+    let copied_gen = toolrag::index::current_generation(copy.path()).unwrap();
+    std::fs::remove_file(copied_gen.join(toolrag::index::impact::FILE)).unwrap();
+    let with = Searcher::open(shipped_index(), None, SearchConfig::default()).unwrap();
+    let without = Searcher::open(copy.path(), None, SearchConfig::default()).unwrap();
+    let queries = [
+        "show me what's in /etc/hosts",
+        "open the PNG at /home/ana/logo.png and give me its bytes",
+        "what time is it in Tokyo",
+        "commit my staged changes with a message",
+        "remember that Ana prefers tea",
+        "fetch https://example.com and give me markdown",
+        "list the files in the project folder, then search them for TODO",
+        "zzzz qqqq",
+    ];
+    for q in queries {
+        for namespaces in [vec![], vec!["filesystem".to_string()]] {
+            let r = |s: &Searcher| {
+                s.search(&SearchRequest {
+                    mode: Mode::Lexical,
+                    namespaces: namespaces.clone(),
+                    ..req(q, 30)
+                })
+                .unwrap()
+                .hits
+            };
+            let (a, b) = (r(&with), r(&without));
+            assert_eq!(a.len(), b.len(), "{q}");
+            for (x, y) in a.iter().zip(&b) {
+                // Impacts are stored in 16 bits: scores agree to a few
+                // thousandths, and tools swap places only on such near-ties.
+                let tolerance = 2e-3 * y.score.max(1.0);
+                assert!(
+                    (x.score - y.score).abs() <= tolerance,
+                    "{q}: {x:?} vs {y:?}"
+                );
+                if x.id != y.id {
+                    let twin = b.iter().find(|h| h.id == x.id).expect("same tools");
+                    assert!(
+                        (twin.score - y.score).abs() <= tolerance,
+                        "{q}: {x:?} vs {y:?}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn an_unknown_search_setting_is_an_error_that_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("toolrag.toml");
+    std::fs::write(&cfg, "[search]\nmin_dense = 0.9\n").unwrap();
+    toolrag()
+        .args(["query", "what time is it", "--config"])
+        .arg(&cfg)
+        .arg("--index")
+        .arg(shipped_index())
+        .assert()
+        .failure()
+        .stderr(
+            predicate::str::contains("min_dense").and(predicate::str::contains("toolrag.toml")),
+        );
+}
