@@ -421,15 +421,9 @@ impl DenseIndex {
         if limit == 0 || query.len() != self.dim {
             return vec![];
         }
-        if let (Some(exact), Some(bits)) = (&self.exact, &self.bits) {
+        if self.exact.is_some() {
             return self
-                .scan_bits(exact, bits, &[(query, limit)], keep)
-                .pop()
-                .unwrap_or_default();
-        }
-        if let Some(exact) = &self.exact {
-            return self
-                .scan(exact, &[(query, limit)], keep)
+                .search_many(&[(query, limit)], keep)
                 .pop()
                 .unwrap_or_default();
         }
@@ -501,10 +495,9 @@ impl DenseIndex {
                 (code, scale)
             })
             .collect();
-        let candidates = |limit: usize| (2 * limit).max(limit + 32);
         let mut best: Vec<Best> = queries
             .iter()
-            .map(|(_, limit)| Best::new(candidates(*limit)))
+            .map(|(_, limit)| Best::new(rescore_depth(*limit)))
             .collect();
         for (i, (code, scale)) in exact.codes.chunks_exact(dim).zip(&exact.scales).enumerate() {
             if keep.is_some_and(|k| !k(self.points[i].tool)) {
@@ -520,16 +513,7 @@ impl DenseIndex {
                 if limit == 0 {
                     return vec![];
                 }
-                let rescored = top(b.items, candidates(limit))
-                    .into_iter()
-                    .map(|(i, _)| {
-                        (
-                            i,
-                            crate::embed::dot(q, &exact.vectors[i * dim..(i + 1) * dim]),
-                        )
-                    })
-                    .collect();
-                top(rescored, limit)
+                self.rescore_full(exact, q, b, limit)
             })
             .collect()
     }
@@ -582,8 +566,7 @@ impl DenseIndex {
         let dim = self.dim;
         let mut q_code = vec![0i8; dim];
         let q_scale = quantize(query, &mut q_code);
-        let rescore = (2 * limit).max(limit + 32);
-        let mut best = Best::new(rescore);
+        let mut best = Best::new(rescore_depth(limit));
         for (j, &i) in cands.iter().enumerate() {
             if let Some(&ahead) = cands.get(j + PREFETCH_AHEAD) {
                 let a = ahead as usize;
@@ -593,7 +576,20 @@ impl DenseIndex {
             let code = &exact.codes[i * dim..(i + 1) * dim];
             best.push(i, dot_i8(&q_code, code) * q_scale * exact.scales[i]);
         }
-        let picked = top(best.items, rescore);
+        self.rescore_full(exact, query, best, limit)
+    }
+
+    /// The best `limit` of the 8-bit scan's best [`rescore_depth`] points,
+    /// scored again in full precision (the vectors prefetched ahead).
+    fn rescore_full(
+        &self,
+        exact: &ScanVectors,
+        query: &[f32],
+        best: Best,
+        limit: usize,
+    ) -> Vec<(usize, f32)> {
+        let dim = self.dim;
+        let picked = top(best.items, rescore_depth(limit));
         for &(i, _) in picked.iter().take(PREFETCH_AHEAD) {
             prefetch(&exact.vectors[i * dim..(i + 1) * dim]);
         }
@@ -612,6 +608,12 @@ impl DenseIndex {
             .collect();
         top(rescored, limit)
     }
+}
+
+/// How many of the 8-bit scan's best points are scored again in full
+/// precision for `limit` results.
+fn rescore_depth(limit: usize) -> usize {
+    (2 * limit).max(limit + 32)
 }
 
 /// How many candidates ahead the scans prefetch.

@@ -33,16 +33,12 @@ use tantivy::query::{Bm25StatisticsProvider, Bm25Weight};
 use tantivy::schema::IndexRecordOption;
 use tantivy::{DocSet, Index, Term, TERMINATED};
 
-use super::lexical::{weighted_fields, FieldBoosts};
+use super::lexical::{terr, weighted_fields, FieldBoosts};
 use crate::error::{Error, Result};
 
 /// The impacts file in a generation folder.
 pub const FILE: &str = "impacts.bin";
 const MAGIC: &[u8; 8] = b"TRIMPv1\0";
-
-fn terr(e: impl std::fmt::Display) -> Error {
-    Error::Index(e.to_string())
-}
 
 /// Computes the impacts of the tantivy index in `lexical_dir`, scored with
 /// `boosts`, and writes them to `out`.

@@ -218,7 +218,8 @@ fn analyzer() -> TextAnalyzer {
         .build()
 }
 
-fn terr(e: tantivy::TantivyError) -> Error {
+/// A tantivy (or its I/O) error as an index error.
+pub(crate) fn terr(e: impl std::fmt::Display) -> Error {
     Error::Index(e.to_string())
 }
 

@@ -298,6 +298,7 @@ impl Searcher {
         let k = req.k.min(self.tools.len());
         let depth = self.config.depth.max(k);
         let keep = self.keep(req);
+        let keep_dyn: &dyn Fn(u32) -> bool = &keep;
         let filtered = !req.namespaces.is_empty()
             || !req.tags.is_empty()
             || req.read_only
@@ -310,12 +311,14 @@ impl Searcher {
                 namespaces: &req.namespaces,
                 tags: &req.tags,
             };
-            let extra = if req.read_only || req.exclude_destructive {
+            // tantivy cannot filter on annotations: ask it for more and
+            // filter after. The impact search filters as it ranks.
+            let extra = if (req.read_only || req.exclude_destructive) && !self.lexical.has_impacts()
+            {
                 4
             } else {
                 1
             };
-            let keep_dyn: &dyn Fn(u32) -> bool = &keep;
             let mut l =
                 self.lexical
                     .search(query, depth * extra, &lf, filtered.then_some(keep_dyn))?;
@@ -330,7 +333,6 @@ impl Searcher {
         } else {
             let vectors = self.embed_query(query)?;
             let d = self.dense.as_ref().expect("has_dense checked");
-            let keep_dyn: &dyn Fn(u32) -> bool = &keep;
             // Several points per tool (examples) and several query vectors
             // (clauses): look deeper by the points a tool has on average,
             // keep each tool's best similarity.
@@ -347,7 +349,7 @@ impl Searcher {
                     (v.as_slice(), d * self.points_per_tool)
                 })
                 .collect();
-            let found = d.search_many(&queries, if filtered { Some(keep_dyn) } else { None });
+            let found = d.search_many(&queries, filtered.then_some(keep_dyn));
             for (i, hits) in found.into_iter().enumerate() {
                 let penalty = if i == 0 {
                     0.0
