@@ -34,7 +34,8 @@ pub const EXACT_MAX_POINTS: usize = 10_000;
 /// scores only the closest few thousand by Hamming distance with the 8-bit
 /// codes and then in full precision. At 100k points the bit codes are 4.8 MB
 /// and the pass costs less than the HNSW walk, with more of the exact answer
-/// (BENCHMARKS.md, "Dense search at 100k"). Above it, the graph.
+/// (BENCHMARKS.md, query latency on the synthetic registries, under "Index
+/// build"). Above it, the graph.
 pub const SCAN_MAX_POINTS: usize = 300_000;
 
 /// How many points the bit-code pass hands to the 8-bit codes, per point
@@ -454,9 +455,9 @@ impl DenseIndex {
 
 impl DenseIndex {
     /// [`DenseIndex::search`] for several query vectors at once (a request
-    /// and its clauses), each with its own limit. On a small index the vectors are read once for all
-    /// queries: the scan is bound by memory bandwidth (5 MB on bfcl), not by
-    /// the multiply-adds.
+    /// and its clauses), each with its own limit. A scanned index is read
+    /// once for all queries: the scan is bound by memory bandwidth, not by
+    /// the arithmetic.
     pub fn search_many(
         &self,
         queries: &[(&[f32], usize)],
