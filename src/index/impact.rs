@@ -6,10 +6,16 @@
 //! The index is immutable once built, so each term's contribution to a tool's
 //! score is fixed: the build asks tantivy for it (its [`Bm25Weight`] with the
 //! index's own statistics and field norms) and stores it quantised to 16 bits.
-//! A query then adds impacts term at a time and stops reading the postings of
-//! common terms as soon as they can no longer lift a tool into the top `limit`
-//! (MaxScore): their impacts are only looked up for the tools already in
-//! contention. The result is the same top `limit` as summing every posting.
+//! A query then adds impacts term at a time into one score slot per tool. A
+//! query with few postings tracks the slots it touches and stops reading the
+//! postings of common terms as soon as they can no longer lift a tool into
+//! the top `limit` (MaxScore): their impacts are only looked up for the tools
+//! already in contention. A query whose postings reach a good share of the
+//! tools adds them all and reads the slots once, in order, skipping chunks
+//! whose best slot is below a bound on the `limit`-th best score: streaming
+//! the common lists costs less than looking up thousands of candidates in
+//! them. Either way the result is the same top `limit` as summing every
+//! posting.
 //!
 //! # File layout (`impacts.bin`, little-endian)
 //!
@@ -214,12 +220,14 @@ impl<'a> Cursor<'a> {
 }
 
 /// Per-thread buffers of a search, kept between queries: one score slot per
-/// tool (zeroed again after each query) and the tools touched.
+/// tool (zeroed again after each query), the tools touched, room to select.
 #[derive(Default)]
 struct Scratch {
     acc: Vec<u32>,
     touched: Vec<u32>,
     scores: Vec<u32>,
+    /// The largest slot of each chunk of slots.
+    maxima: Vec<u32>,
 }
 
 thread_local! {
@@ -328,68 +336,36 @@ impl ImpactIndex {
             rest[i] = rest[i + 1] + lists[i].max;
         }
         let kept = |d: u32| keep.is_none_or(|k| k(d));
+        let postings: usize = lists.iter().map(|l| l.docs.len()).sum();
         SCRATCH.with(|s| {
             let s = &mut *s.borrow_mut();
-            let tools = self.tools as usize;
-            if s.acc.len() != tools {
-                s.acc = vec![0; tools];
-                // One slot more than tools: the accumulating loop writes the
-                // next slot before it knows whether the tool is new.
-                s.touched = vec![0; tools + 1];
-            }
-            let Scratch {
-                acc,
-                touched,
-                scores,
-            } = s;
-            let mut n = 0usize;
-            let mut theta = 0u32;
-            let mut read = lists.len();
-            for (i, list) in lists.iter().enumerate() {
-                // Before a list at least as long as what has been touched,
-                // see whether it (and the rest) can still matter to a tool
-                // not yet touched: the cost of the check is then no more
-                // than the reading it may save.
-                if i > 0 && list.docs.len() >= n && n >= limit {
-                    theta = kth_best(acc, &touched[..n], scores, limit, &kept);
-                    if rest[i] < theta {
-                        read = i;
-                        break;
-                    }
-                }
-                // Branch-free: a tool is new when its slot is still zero
-                // (every impact is at least 1).
-                for (&d, &w) in list.docs.iter().zip(list.imps) {
-                    let slot = &mut acc[d as usize];
-                    touched[n] = d;
-                    n += usize::from(*slot == 0);
-                    *slot += u32::from(w);
-                }
-            }
-            let touched = &touched[..n];
-            // The tools still in contention, with what the unread lists add.
-            let mut cands: Vec<(u32, u32)> = touched
-                .iter()
-                .map(|&d| (d, acc[d as usize]))
-                .filter(|&(d, score)| score + rest[read] >= theta && kept(d))
-                .collect();
-            for &d in touched {
-                acc[d as usize] = 0;
-            }
+            s.fit(self.tools as usize);
+            let q = Query {
+                lists: &lists,
+                rest: &rest,
+                limit,
+                kept: &kept,
+                all_kept: keep.is_none(),
+            };
+            let (mut cands, read) = if postings >= self.tools as usize / DENSE_SHARE {
+                (s.accumulate_dense(&q), lists.len())
+            } else {
+                s.accumulate_sparse(&q)
+            };
             if read < lists.len() {
-                cands.sort_unstable_by_key(|c| c.0);
                 for (j, list) in lists.iter().enumerate().skip(read) {
-                    add_by_lookup(&mut cands, list);
-                    // Scores only grow: the candidates' current k-th best is
-                    // a floor for the final one, and a candidate that cannot
-                    // reach it with the lists left is out.
-                    if cands.len() > limit && j + 1 < lists.len() {
-                        scores.clear();
-                        scores.extend(cands.iter().map(|c| c.1));
-                        let (_, kth, _) = scores.select_nth_unstable_by(limit - 1, |a, b| b.cmp(a));
-                        theta = theta.max(*kth);
-                        cands.retain(|c| c.1 + rest[j + 1] >= theta);
+                    // Scores only grow: the candidates' current k-th best
+                    // is a floor for the final one, and a candidate that
+                    // cannot reach it with the lists left is out.
+                    if cands.len() > limit {
+                        s.scores.clear();
+                        s.scores.extend(cands.iter().map(|c| c.1));
+                        let (_, kth, _) =
+                            s.scores.select_nth_unstable_by(limit - 1, |a, b| b.cmp(a));
+                        let theta = *kth;
+                        cands.retain(|c| c.1 + rest[j] >= theta);
                     }
+                    add_by_lookup(&mut cands, list);
                 }
             }
             let by_score = |a: &(u32, u32), b: &(u32, u32)| b.1.cmp(&a.1).then(a.0.cmp(&b.0));
@@ -406,27 +382,150 @@ impl ImpactIndex {
     }
 }
 
-/// The `limit`-th best score among the touched tools that are kept (0 when
-/// fewer are kept).
-fn kth_best(
-    acc: &[u32],
-    touched: &[u32],
-    scores: &mut Vec<u32>,
+/// Queries whose postings number at least the tools divided by this add
+/// every posting into the score slots without tracking which they touched,
+/// and then read all the slots once: cheaper when a good share of the tools
+/// is touched.
+const DENSE_SHARE: usize = 8;
+
+/// How many kept tools a filtered dense accumulation reads to bound the
+/// `limit`-th best score.
+const FILTERED_SAMPLE: usize = 4096;
+
+/// One query's lists in reading order, with what each suffix can add.
+struct Query<'q, 'a> {
+    lists: &'q [List<'a>],
+    rest: &'q [u32],
     limit: usize,
-    kept: &dyn Fn(u32) -> bool,
-) -> u32 {
-    scores.clear();
-    scores.extend(
-        touched
+    kept: &'q dyn Fn(u32) -> bool,
+    /// Whether `kept` accepts every tool.
+    all_kept: bool,
+}
+
+impl Scratch {
+    /// Sizes the buffers for an index of `tools` tools.
+    fn fit(&mut self, tools: usize) {
+        if self.acc.len() != tools {
+            self.acc = vec![0; tools];
+            // One slot more than tools: the sparse loop writes the next
+            // slot before it knows whether the tool is new.
+            self.touched = vec![0; tools + 1];
+        }
+    }
+
+    /// Adds the lists' impacts, tracking the tools touched, until the lists
+    /// left can no longer lift a tool not yet touched into the top `limit`
+    /// (MaxScore). Returns the tools still in contention with their partial
+    /// scores, and how many lists were read; the score slots are left zero.
+    fn accumulate_sparse(&mut self, q: &Query<'_, '_>) -> (Vec<(u32, u32)>, usize) {
+        let Scratch {
+            acc,
+            touched,
+            scores,
+            ..
+        } = self;
+        let mut n = 0usize;
+        let mut theta = 0u32;
+        let mut read = q.lists.len();
+        for (i, list) in q.lists.iter().enumerate() {
+            // Before a list at least as long as what has been touched, see
+            // whether it (and the rest) can still matter to a tool not yet
+            // touched: the cost of the check is then no more than the
+            // reading it may save.
+            if i > 0 && list.docs.len() >= n && n >= q.limit {
+                let kept = touched[..n].iter().filter(|&&d| (q.kept)(d));
+                theta = kth_largest(scores, kept.map(|&d| acc[d as usize]), q.limit);
+                if q.rest[i] < theta {
+                    read = i;
+                    break;
+                }
+            }
+            // Branch-free: a tool is new when its slot is still zero (every
+            // impact is at least 1).
+            for (&d, &w) in list.docs.iter().zip(list.imps) {
+                let slot = &mut acc[d as usize];
+                touched[n] = d;
+                n += usize::from(*slot == 0);
+                *slot += u32::from(w);
+            }
+        }
+        let touched = &touched[..n];
+        let mut cands: Vec<(u32, u32)> = touched
             .iter()
-            .filter(|&&d| kept(d))
-            .map(|&d| acc[d as usize]),
-    );
-    if scores.len() < limit {
+            .map(|&d| (d, acc[d as usize]))
+            .filter(|&(d, score)| score + q.rest[read] >= theta && (q.kept)(d))
+            .collect();
+        for &d in touched {
+            acc[d as usize] = 0;
+        }
+        cands.sort_unstable_by_key(|c| c.0);
+        (cands, read)
+    }
+
+    /// The tools that can make the top `limit`, for queries that touch a
+    /// good share of the tools: every list is added in full, without
+    /// tracking which slots it touches (a skipped long list would cost more
+    /// in scattered lookups than reading it), then the slots are read once,
+    /// in tool order, and zeroed. Returns every tool at or above a lower
+    /// bound of the `limit`-th best score.
+    fn accumulate_dense(&mut self, q: &Query<'_, '_>) -> Vec<(u32, u32)> {
+        let Scratch {
+            acc,
+            scores,
+            maxima,
+            ..
+        } = self;
+        for list in q.lists {
+            for (&d, &w) in list.docs.iter().zip(list.imps) {
+                acc[d as usize] += u32::from(w);
+            }
+        }
+        const CHUNK: usize = 16;
+        maxima.clear();
+        maxima.extend(
+            acc.chunks(CHUNK)
+                .map(|c| c.iter().fold(0, |m, &a| m.max(a))),
+        );
+        // A bound on the `limit`-th best: with every tool kept, the
+        // `limit`-th best chunk maximum (each such chunk holds a tool that
+        // high); otherwise the `limit`-th best of the first kept tools.
+        let theta = if q.all_kept {
+            kth_largest(scores, maxima.iter().copied(), q.limit)
+        } else {
+            let first = acc
+                .iter()
+                .enumerate()
+                .filter(|&(d, &a)| a > 0 && (q.kept)(d as u32))
+                .take(FILTERED_SAMPLE)
+                .map(|(_, &a)| a);
+            kth_largest(scores, first, q.limit)
+        }
+        .max(1);
+        let mut cands = Vec::new();
+        for (c, (chunk, &max)) in acc.chunks(CHUNK).zip(maxima.iter()).enumerate() {
+            if max >= theta {
+                for (j, &a) in chunk.iter().enumerate() {
+                    let d = (c * CHUNK + j) as u32;
+                    if a >= theta && (q.kept)(d) {
+                        cands.push((d, a));
+                    }
+                }
+            }
+        }
+        acc.fill(0);
+        cands
+    }
+}
+
+/// The `limit`-th largest of `values` (0 when there are fewer), with
+/// `buffer` as room to select in.
+fn kth_largest(buffer: &mut Vec<u32>, values: impl Iterator<Item = u32>, limit: usize) -> u32 {
+    buffer.clear();
+    buffer.extend(values);
+    if limit == 0 || buffer.len() < limit {
         return 0;
     }
-    let (_, kth, _) = scores.select_nth_unstable_by(limit - 1, |a, b| b.cmp(a));
-    *kth
+    *buffer.select_nth_unstable_by(limit - 1, |a, b| b.cmp(a)).1
 }
 
 /// Adds `list`'s impacts to the candidates (sorted by tool) that it holds,
@@ -503,7 +602,12 @@ mod tests {
     }
 
     /// The top `limit` by summing every posting: what `search` must equal.
-    fn brute(ix: &ImpactIndex, terms: &[&str], limit: usize) -> Vec<(u32, f32)> {
+    fn brute(
+        ix: &ImpactIndex,
+        terms: &[&str],
+        limit: usize,
+        keep: Option<&dyn Fn(u32) -> bool>,
+    ) -> Vec<(u32, f32)> {
         let mut acc = vec![0u32; ix.tools as usize];
         for t in terms {
             if let Some(l) = ix.list(t) {
@@ -515,7 +619,7 @@ mod tests {
         let mut v: Vec<(u32, u32)> = acc
             .into_iter()
             .enumerate()
-            .filter(|x| x.1 > 0)
+            .filter(|x| x.1 > 0 && keep.is_none_or(|k| k(x.0 as u32)))
             .map(|(d, s)| (d as u32, s))
             .collect();
         v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -550,10 +654,60 @@ mod tests {
             ] {
                 assert_eq!(
                     ix.search(&terms(q), limit, None),
-                    brute(&ix, q, limit),
+                    brute(&ix, q, limit, None),
                     "{q:?} top {limit}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn both_accumulations_equal_the_full_sum_on_random_lists() {
+        // Lists from a handful of postings (sparse accumulation) to most of
+        // the tools (dense), with weights that fall as lists grow, as BM25's
+        // do; queries of one to all terms, with and without a filter.
+        let mut state = 11u64;
+        let mut next = |n: u64| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) % n
+        };
+        let tools = 20_000u32;
+        let names: Vec<String> = (0..12).map(|t| format!("t{t}")).collect();
+        let lists: Vec<Vec<(u32, u16)>> = (0..12)
+            .map(|t| {
+                let len = [3, 40, 900, 9_000, 19_000][t % 5];
+                let top = 60_000 / (1 + len as u64 / 50);
+                let mut docs: Vec<u32> = (0..len).map(|_| next(u64::from(tools)) as u32).collect();
+                docs.sort_unstable();
+                docs.dedup();
+                docs.into_iter()
+                    .map(|d| (d, 1 + next(top.max(1)) as u16))
+                    .collect()
+            })
+            .collect();
+        let refs: Vec<(&str, &[(u32, u16)])> = names
+            .iter()
+            .zip(&lists)
+            .map(|(n, l)| (n.as_str(), l.as_slice()))
+            .collect();
+        let ix = index(tools, &refs);
+        let third = |d: u32| !d.is_multiple_of(3);
+        for round in 0..60 {
+            let take = 1 + next(12) as usize;
+            let mut q: Vec<&str> = names.iter().map(String::as_str).collect();
+            let n = q.len();
+            for i in 0..n {
+                q.swap(i, i + next((n - i) as u64) as usize);
+            }
+            q.truncate(take);
+            let limit = [1, 10, 50, 200][round % 4];
+            let want = brute(&ix, &q, limit, None);
+            assert_eq!(ix.search(&terms(&q), limit, None), want, "{q:?} {limit}");
+            let want = brute(&ix, &q, limit, Some(&third));
+            let got = ix.search(&terms(&q), limit, Some(&third));
+            assert_eq!(got, want, "{q:?} {limit} filtered");
         }
     }
 
