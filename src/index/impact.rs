@@ -353,6 +353,8 @@ impl ImpactIndex {
                 s.accumulate_sparse(&q)
             };
             if read < lists.len() {
+                // The lookups gallop forward: candidates in tool order.
+                cands.sort_unstable_by_key(|c| c.0);
                 for (j, list) in lists.iter().enumerate().skip(read) {
                     // Scores only grow: the candidates' current k-th best
                     // is a floor for the final one, and a candidate that
@@ -416,7 +418,8 @@ impl Scratch {
     /// Adds the lists' impacts, tracking the tools touched, until the lists
     /// left can no longer lift a tool not yet touched into the top `limit`
     /// (MaxScore). Returns the tools still in contention with their partial
-    /// scores, and how many lists were read; the score slots are left zero.
+    /// scores (in no order), and how many lists were read; the score slots
+    /// are left zero.
     fn accumulate_sparse(&mut self, q: &Query<'_, '_>) -> (Vec<(u32, u32)>, usize) {
         let Scratch {
             acc,
@@ -450,7 +453,7 @@ impl Scratch {
             }
         }
         let touched = &touched[..n];
-        let mut cands: Vec<(u32, u32)> = touched
+        let cands: Vec<(u32, u32)> = touched
             .iter()
             .map(|&d| (d, acc[d as usize]))
             .filter(|&(d, score)| score + q.rest[read] >= theta && (q.kept)(d))
@@ -458,7 +461,6 @@ impl Scratch {
         for &d in touched {
             acc[d as usize] = 0;
         }
-        cands.sort_unstable_by_key(|c| c.0);
         (cands, read)
     }
 
