@@ -488,14 +488,7 @@ impl DenseIndex {
         keep: Option<&dyn Fn(u32) -> bool>,
     ) -> Vec<Vec<(usize, f32)>> {
         let dim = self.dim;
-        let coded: Vec<(Vec<i8>, f32)> = queries
-            .iter()
-            .map(|(q, _)| {
-                let mut code = vec![0i8; dim];
-                let scale = quantize(q, &mut code);
-                (code, scale)
-            })
-            .collect();
+        let coded: Vec<(Vec<i8>, f32)> = queries.iter().map(|(q, _)| quantized(q)).collect();
         let mut best: Vec<Best> = queries
             .iter()
             .map(|(_, limit)| Best::new(rescore_depth(*limit)))
@@ -565,8 +558,7 @@ impl DenseIndex {
         limit: usize,
     ) -> Vec<(usize, f32)> {
         let dim = self.dim;
-        let mut q_code = vec![0i8; dim];
-        let q_scale = quantize(query, &mut q_code);
+        let (q_code, q_scale) = quantized(query);
         let mut best = Best::new(rescore_depth(limit));
         for (j, &i) in cands.iter().enumerate() {
             if let Some(&ahead) = cands.get(j + PREFETCH_AHEAD) {
@@ -772,6 +764,20 @@ fn sample_distances(bits: &BitCodes, query: &[u64], stride: usize, counts: &mut 
     sample_distances_portable(bits, query, stride, counts)
 }
 
+/// The Hamming distances from `query` to the [`BLOCK`] codes of `block`
+/// (laid out as in [`BitCodes`]); the compiler vectorises the lanes where the
+/// caller's target allows.
+#[inline(always)]
+fn block_distances(query: &[u64], block: &[u64]) -> [u32; BLOCK] {
+    let mut d = [0u32; BLOCK];
+    for (q, lanes) in query.iter().zip(block.chunks_exact(BLOCK)) {
+        for (dj, c) in d.iter_mut().zip(lanes) {
+            *dj += (q ^ c).count_ones();
+        }
+    }
+    d
+}
+
 /// [`sample_distances`] in plain Rust, a block at a time (the compiler
 /// vectorises the eight lanes where the target allows).
 #[inline(always)]
@@ -788,12 +794,7 @@ fn sample_distances_portable(
     let mut sampled = 0;
     let blocks = bits.codes.chunks_exact(BLOCK * words).enumerate();
     for (b, block) in blocks.step_by((stride / BLOCK).max(1)) {
-        let mut d = [0u32; BLOCK];
-        for (q, lanes) in query.iter().zip(block.chunks_exact(BLOCK)) {
-            for (dj, c) in d.iter_mut().zip(lanes) {
-                *dj += (q ^ c).count_ones();
-            }
-        }
+        let d = block_distances(query, block);
         // The padding of the last block is not a point.
         let real = bits.n.saturating_sub(b * BLOCK).min(BLOCK);
         for &dj in &d[..real] {
@@ -859,12 +860,7 @@ fn within_portable(queries: &[u64], cutoffs: &[u32], codes: &[u64], out: &mut [V
     for (b, block) in codes.chunks_exact(BLOCK * words).enumerate() {
         for ((query, &cutoff), out) in queries.chunks_exact(words).zip(cutoffs).zip(out.iter_mut())
         {
-            let mut d = [0u32; BLOCK];
-            for (q, lanes) in query.iter().zip(block.chunks_exact(BLOCK)) {
-                for (dj, c) in d.iter_mut().zip(lanes) {
-                    *dj += (q ^ c).count_ones();
-                }
-            }
+            let d = block_distances(query, block);
             for (j, dj) in d.iter().enumerate() {
                 if *dj <= cutoff {
                     out.push((b * BLOCK + j) as u32);
@@ -988,6 +984,13 @@ fn quantize(v: &[f32], out: &mut [i8]) -> f32 {
         *o = (x * s).round().clamp(-127.0, 127.0) as i8;
     }
     max / 127.0
+}
+
+/// The 8-bit code of `v` and the factor back (see [`quantize`]).
+fn quantized(v: &[f32]) -> (Vec<i8>, f32) {
+    let mut code = vec![0i8; v.len()];
+    let scale = quantize(v, &mut code);
+    (code, scale)
 }
 
 /// The dot product of two 8-bit codes, with the CPU's widest integer

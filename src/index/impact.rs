@@ -360,11 +360,7 @@ impl ImpactIndex {
                     // is a floor for the final one, and a candidate that
                     // cannot reach it with the lists left is out.
                     if cands.len() > limit {
-                        s.scores.clear();
-                        s.scores.extend(cands.iter().map(|c| c.1));
-                        let (_, kth, _) =
-                            s.scores.select_nth_unstable_by(limit - 1, |a, b| b.cmp(a));
-                        let theta = *kth;
+                        let theta = kth_largest(&mut s.scores, cands.iter().map(|c| c.1), limit);
                         cands.retain(|c| c.1 + rest[j] >= theta);
                     }
                     add_by_lookup(&mut cands, list);
