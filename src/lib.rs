@@ -37,9 +37,12 @@ pub mod eval;
 pub mod gate;
 pub mod index;
 pub mod lint;
+#[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod registry;
 pub mod search;
+pub mod serve;
+#[cfg(feature = "server")]
 pub mod server;
 
 pub use error::{Error, LoadError, LoadErrors, Location, Result};

@@ -2,7 +2,7 @@
 //!
 //! The document is hand-written (`openapi.json` beside this file) and checked
 //! against the code by tests: its paths are exactly [`ROUTES`](super::ROUTES),
-//! its error codes are exactly [`CODES`](super::error::CODES), its gate
+//! its error codes are exactly [`ApiCode::ALL`](crate::serve::ApiCode::ALL), its gate
 //! violation codes are exactly [`Code::ALL`](crate::gate::Code::ALL), and the
 //! integration tests validate real responses against its schemas.
 
@@ -70,7 +70,11 @@ mod tests {
             .iter()
             .map(|c| c.as_str().unwrap())
             .collect();
-        assert_eq!(codes, super::super::error::CODES);
+        let ours: Vec<&str> = crate::serve::ApiCode::ALL
+            .iter()
+            .map(|c| c.as_str())
+            .collect();
+        assert_eq!(codes, ours);
         assert_eq!(doc["info"]["version"], env!("CARGO_PKG_VERSION"));
     }
 
@@ -98,11 +102,18 @@ mod tests {
     fn limits_match() {
         let doc = document();
         let body = &doc["components"]["schemas"]["SearchBody"]["properties"];
-        assert_eq!(body["k"]["maximum"], super::super::MAX_K);
-        assert_eq!(body["k"]["default"], super::super::DEFAULT_K);
-        assert_eq!(body["query"]["maxLength"], super::super::MAX_QUERY_BYTES);
+        use crate::serve::{DEFAULT_K, MAX_BATCH, MAX_K, MAX_QUERY_CHARS};
+        assert_eq!(body["k"]["maximum"], MAX_K);
+        assert_eq!(body["k"]["default"], DEFAULT_K);
+        // JSON Schema's maxLength counts characters, as check_query does.
+        assert_eq!(body["query"]["maxLength"], MAX_QUERY_CHARS);
+        let text = body["query"]["description"].as_str().unwrap();
+        assert!(
+            text.contains(&format!("{MAX_QUERY_CHARS} characters")),
+            "{text}"
+        );
         let batch = &doc["paths"]["/v1/search/batch"]["post"]["requestBody"]["content"]
             ["application/json"]["schema"];
-        assert_eq!(batch["maxItems"], super::super::MAX_BATCH);
+        assert_eq!(batch["maxItems"], MAX_BATCH);
     }
 }

@@ -227,11 +227,3 @@ pub fn generation_name(s: &Searcher) -> String {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default()
 }
-
-/// The number of a generation name (`gen-000007` → 7), 0 if it has none.
-pub fn generation_number(name: &str) -> u64 {
-    name.rsplit('-')
-        .next()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
-}
