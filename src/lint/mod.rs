@@ -78,6 +78,7 @@ impl std::fmt::Display for Level {
 
 /// One finding of one rule about one tool.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Diagnostic {
     /// The rule's stable code, such as `TR001`.
     pub code: RuleCode,

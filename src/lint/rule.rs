@@ -208,6 +208,9 @@ mod code_tests {
         assert_eq!(back, code);
         assert!(RuleCode::parse("TR999").is_none());
         let e = serde_json::from_str::<RuleCode>(r#""TR999""#).unwrap_err();
-        assert!(e.to_string().contains("unknown lint rule code `TR999`"), "{e}");
+        assert!(
+            e.to_string().contains("unknown lint rule code `TR999`"),
+            "{e}"
+        );
     }
 }

@@ -42,6 +42,7 @@ impl std::fmt::Debug for LiveIndex {
 
 /// What a reload check did.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Reload {
     /// `CURRENT` names the generation already served.
     Unchanged,
@@ -55,6 +56,7 @@ pub enum Reload {
 
 /// One answer, with the generation that produced it.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Answer<T> {
     /// The generation folder name (`gen-000007`).
     pub generation: String,

@@ -79,6 +79,34 @@ mod tests {
     }
 
     #[test]
+    fn every_api_code_has_a_status_the_document_names() {
+        let doc = document();
+        let text = DOCUMENT;
+        let mut statuses = std::collections::BTreeSet::new();
+        for ops in doc["paths"].as_object().unwrap().values() {
+            for op in ops.as_object().unwrap().values() {
+                statuses.extend(op["responses"].as_object().unwrap().keys().cloned());
+            }
+        }
+        for code in crate::serve::ApiCode::ALL {
+            let status = code.status();
+            assert!((400..600).contains(&status), "{code}: {status}");
+            assert!(
+                text.contains(&format!("\"{code}\"")),
+                "{code} is not in openapi.json"
+            );
+            // 405 can answer any route and 500 none by design; every other
+            // status is documented on at least one route.
+            if ![405, 500].contains(&status) {
+                assert!(
+                    statuses.contains(&status.to_string()),
+                    "{code}: no route documents {status}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn gate_codes_match() {
         use crate::gate::{ApprovalReason, Code};
         let doc = document();
