@@ -29,9 +29,7 @@ impl RuleCode {
 
     /// The code of a known rule, by its exact code.
     pub fn parse(code: &str) -> Option<RuleCode> {
-        super::rules()
-            .find(|r| r.code == code)
-            .map(|r| RuleCode::of(r))
+        super::rules().find(|r| r.code == code).map(RuleCode::of)
     }
 }
 
