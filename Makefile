@@ -31,6 +31,7 @@ $(MCP_VENV)/.installed: tests/mcp-requirements.txt
 
 ## Fetch the model, then run every test (unit, integration with the real model, doc).
 test: models mcp-client
+	$(CARGO) check --lib --no-default-features
 	$(CARGO) test --all-targets
 	$(CARGO) test --doc
 	$(CARGO) run --quiet --bin toolrag -- lint tools/ --deny-warnings

@@ -10,8 +10,9 @@ use std::path::PathBuf;
 /// A `Result` whose error is [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Everything that can go wrong in toolrag.
+/// Everything that can go wrong in toolrag. New variants may be added.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// One or more registry files could not be loaded. Every bad file is listed,
     /// not only the first.

@@ -11,10 +11,16 @@
 //! - **index** a registry with hybrid BM25 and dense vectors;
 //! - **retrieve** the top-k tools for a request.
 //!
-//! ## A tour: load a registry
+//! ## A tour: registry → index → search → gate
+//!
+//! Load a registry, build a lexical-only index of it (no model needed),
+//! search it, and check a plan that cites what the search offered. With the
+//! embedding model, pass a [`BuildModel`] to [`index::build`] and an
+//! [`embed::Embedder`] to [`Searcher::open`] for hybrid search.
 //!
 //! ```
-//! use toolrag::registry::{LoadOptions, Registry};
+//! use toolrag::search::khipu;
+//! use toolrag::{gate, BuildOptions, LoadOptions, Mode, Registry, SearchConfig, SearchRequest, Searcher};
 //!
 //! # let dir = tempfile::tempdir().unwrap();
 //! # let ns = dir.path().join("filesystem");
@@ -24,11 +30,66 @@
 //! # summary = "Read a UTF-8 text file."
 //! # description = "Reads a text file at an absolute path."
 //! # "#).unwrap();
+//! # std::fs::write(ns.join("list_directory.toml"), r#"
+//! # name = "list_directory"
+//! # summary = "List the entries of a directory."
+//! # description = "Lists the files and folders in a directory at an absolute path."
+//! # "#).unwrap();
+//! # let out = tempfile::tempdir().unwrap();
+//! // 1. The registry: every tool, normalised.
 //! let registry = Registry::load(&[dir.path().to_path_buf()], &LoadOptions::default())?;
 //! let tool = registry.get("filesystem/read_text_file").unwrap();
 //! assert_eq!(tool.handle(), "tool://filesystem/read_text_file");
+//!
+//! // 2. The index: without a model, BM25 only.
+//! let opts = BuildOptions {
+//!     out: out.path().to_path_buf(),
+//!     boosts: Default::default(),
+//! };
+//! toolrag::index::build(registry, None, &opts, &|_| {})?;
+//!
+//! // 3. The search: the top-k tools, as a Khipu candidate set.
+//! let searcher = Searcher::open(out.path(), None, SearchConfig::default())?;
+//! let request = SearchRequest {
+//!     query: "read the text file /etc/hosts".into(),
+//!     k: 2,
+//!     mode: Mode::Lexical,
+//!     ..SearchRequest::default()
+//! };
+//! let result = searcher.search(&request)?;
+//! assert_eq!(result.hits[0].id, "filesystem/read_text_file");
+//! let offered = khipu::candidate_set(&result, |id| searcher.tool(id)).candidates;
+//!
+//! // 4. The gate: a plan that cites an offered tool passes.
+//! let plan = serde_json::json!({
+//!     "planId": "plan-1",
+//!     "capabilityProfile": "SZL-Khipu-1.5B-BrainNavigator",
+//!     "provenance": "MODEL_PROPOSED",
+//!     "query": "read the text file /etc/hosts",
+//!     "contentAccess": "HANDLES_ONLY",
+//!     "candidates": offered,
+//!     "decision": "NAVIGATE",
+//!     "steps": [{ "action": "CITE", "nodeId": "tool://filesystem/read_text_file",
+//!                 "rationale": "reads a text file" }],
+//!     "citedNodeIds": ["tool://filesystem/read_text_file"],
+//!     "groundedOnly": true,
+//!     "brainBinding": { "protocol": "khipu-retrieval", "status": "NOT_RESOLVED",
+//!                       "note": "handles only" },
+//!     "controllerBoundary": "the controller resolves handles",
+//!     "abstainReason": null
+//! });
+//! let verdict = gate::check(&plan, Some(&offered));
+//! assert!(verdict.valid, "{:?}", verdict.violations);
 //! # Ok::<(), toolrag::Error>(())
 //! ```
+//!
+//! ## Features
+//!
+//! `server` (the HTTP API, [`server`]) and `mcp` (the MCP server, [`mcp`])
+//! are on by default, with `cli` (the `toolrag` binary). Without them
+//! (`default-features = false`) the library is registry, index, search, lint,
+//! gate, eval and the serving core ([`serve`]), and builds without axum,
+//! tokio, rmcp or prometheus.
 #![warn(missing_docs)]
 
 pub mod embed;
@@ -37,10 +98,17 @@ pub mod eval;
 pub mod gate;
 pub mod index;
 pub mod lint;
+#[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod registry;
 pub mod search;
+pub mod serve;
+#[cfg(feature = "server")]
 pub mod server;
 
 pub use error::{Error, LoadError, LoadErrors, Location, Result};
-pub use registry::{Registry, ToolDef};
+pub use gate::{Gate, Verdict, Violation};
+pub use index::{BuildModel, BuildOptions, BuildReport};
+pub use registry::{LoadOptions, Registry, ToolDef};
+pub use search::khipu::{Candidate, CandidateSet};
+pub use search::{Decision, Hit, Mode, SearchConfig, SearchRequest, SearchResult, Searcher};

@@ -6,10 +6,12 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use toolrag::embed::{EmbedOptions, FastEmbedder, ModelDir, TokenCounter};
+use toolrag::embed::{EmbedOptions, FastEmbedder, TokenCounter};
 use toolrag::lint::render::{render, OutputFormat, RenderOptions};
 use toolrag::lint::{self, Level, LintConfig, LintContext, SimilarityKind};
 
+use super::model::Need;
+use super::table::{write_table, Column};
 use super::{ModelArgs, RegistryArgs};
 
 /// What `toolrag lint --help` adds after the options: the command's doc
@@ -114,16 +116,16 @@ fn with_model(
     mut cx: LintContext,
     registry: &toolrag::Registry,
 ) -> anyhow::Result<LintContext> {
-    let dir = match ModelDir::locate(args.model.model_dir.as_deref()) {
-        Ok(d) => d,
-        Err(toolrag::Error::ModelNotFound { .. }) => {
-            tracing::warn!(
-                "no embedding model found: confusable-tools uses lexical similarity and \
-                 description tokens are estimated (run scripts/fetch-model for the model)"
-            );
-            return Ok(cx);
-        }
-        Err(e) => return Err(e.into()),
+    // With --lexical the model only counts tokens: its absence is not news.
+    let need = if args.lexical {
+        Need::IfPresent
+    } else {
+        Need::Optional(
+            "confusable-tools uses lexical similarity and description tokens are estimated",
+        )
+    };
+    let Some(dir) = args.model.locate(need)? else {
+        return Ok(cx);
     };
     cx = cx.with_token_counter(TokenCounter::load(&dir)?);
     let confusable = lint::find_rule("confusable-tools").context("the rule table")?;
@@ -144,21 +146,26 @@ fn with_model(
 }
 
 fn write_statistics(out: &mut dyn Write, diagnostics: &[lint::Diagnostic]) -> std::io::Result<()> {
-    let stats = lint::statistics(diagnostics);
-    let w = stats.iter().map(|s| s.name.len()).max().unwrap_or(4).max(4);
-    writeln!(
-        out,
-        "{:6} {:w$} {:5} {:>11} {:>6}",
-        "CODE", "NAME", "LEVEL", "DIAGNOSTICS", "TOOLS"
-    )?;
-    for s in &stats {
-        writeln!(
-            out,
-            "{:6} {:w$} {:5} {:>11} {:>6}",
-            s.code, s.name, s.level, s.diagnostics, s.tools
-        )?;
-    }
-    Ok(())
+    let columns = [
+        Column::left("CODE").fixed(6),
+        Column::left("NAME").within(4, usize::MAX),
+        Column::left("LEVEL").fixed(5),
+        Column::right("DIAGNOSTICS").fixed(11),
+        Column::right("TOOLS").fixed(6),
+    ];
+    let rows: Vec<Vec<String>> = lint::statistics(diagnostics)
+        .iter()
+        .map(|s| {
+            vec![
+                s.code.to_string(),
+                s.name.clone(),
+                s.level.to_string(),
+                s.diagnostics.to_string(),
+                s.tools.to_string(),
+            ]
+        })
+        .collect();
+    write_table(out, &columns, " ", &rows)
 }
 
 pub fn run(args: LintArgs) -> anyhow::Result<ExitCode> {

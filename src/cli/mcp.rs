@@ -8,7 +8,7 @@ use anyhow::Context;
 use clap::Args;
 use rmcp::ServiceExt;
 use toolrag::mcp::McpServer;
-use toolrag::server::RELOAD_POLL;
+use toolrag::serve::RELOAD_POLL;
 
 use super::{Config, ModelArgs};
 

@@ -5,10 +5,12 @@ mod gate;
 mod index;
 mod lint;
 mod mcp;
+mod model;
 mod query;
 mod resolve;
 mod rule;
 mod serve;
+mod table;
 mod tools;
 
 use std::path::PathBuf;
@@ -102,15 +104,10 @@ impl ModelArgs {
     /// not an error: the build falls back to lexical-only and says how to get
     /// one.
     pub fn model_for_build(&self) -> anyhow::Result<Option<toolrag::index::BuildModel<'static>>> {
-        use toolrag::embed::{EmbedOptions, Embedder, FastEmbedder, ModelDir};
-        let dir = match ModelDir::locate(self.model_dir.as_deref()) {
-            Ok(d) => d,
-            Err(e @ toolrag::Error::ModelNotFound { .. }) => {
-                tracing::warn!("{e}");
-                eprintln!("toolrag: no embedding model found; building a lexical-only index (run scripts/fetch-model for hybrid search)");
-                return Ok(None);
-            }
-            Err(e) => return Err(e.into()),
+        use toolrag::embed::{EmbedOptions, Embedder, FastEmbedder};
+        let need = model::Need::Optional("building a lexical-only index");
+        let Some(dir) = self.locate(need)? else {
+            return Ok(None);
         };
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
         let opts = EmbedOptions {

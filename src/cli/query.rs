@@ -3,13 +3,13 @@
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 use rayon::prelude::*;
 use toolrag::search::{khipu, Mode, SearchConfig, SearchRequest, SearchResult, Searcher};
 
+use super::table::{write_table, Column};
 use super::{Config, ModelArgs};
 
 /// Output format of `toolrag query`.
@@ -129,36 +129,9 @@ pub fn open_searcher(
     sessions: usize,
     config: SearchConfig,
 ) -> anyhow::Result<Searcher> {
-    let gen = toolrag::index::current_generation(index)?;
-    let manifest = toolrag::index::Manifest::read(&gen)?;
-    let embedder: Option<Arc<dyn toolrag::embed::Embedder>> = if manifest.lexical_only {
-        if mode != Mode::Lexical {
-            eprintln!(
-                "toolrag: note: this index is lexical-only (built without the model); using BM25"
-            );
-        }
-        None
-    } else if mode == Mode::Lexical {
-        None
-    } else {
-        match model.load_for_query(sessions) {
-            Ok(e) => Some(Arc::new(e)),
-            Err(e) if mode == Mode::Hybrid && is_model_not_found(&e) => {
-                eprintln!("toolrag: note: no embedding model found; using BM25 only (run scripts/fetch-model)");
-                None
-            }
-            Err(e) => return Err(e),
-        }
-    };
+    let embedder = model.embedder_for_index(index, mode, sessions)?;
     Searcher::open(index, embedder, config)
         .with_context(|| format!("cannot open the index in {}", index.display()))
-}
-
-fn is_model_not_found(e: &anyhow::Error) -> bool {
-    matches!(
-        e.downcast_ref::<toolrag::Error>(),
-        Some(toolrag::Error::ModelNotFound { .. })
-    )
 }
 
 fn print_one(
@@ -179,32 +152,33 @@ fn print_one(
             writeln!(out)?;
         }
         QueryFormat::Text => {
-            let idw = result
+            let columns = [
+                Column::right("RANK").fixed(4),
+                Column::left("TOOL").within(4, 48),
+                Column::right("SCORE").fixed(7),
+                Column::right("BM25").fixed(4),
+                Column::right("DENSE").fixed(5),
+                Column::left("SUMMARY"),
+            ];
+            let r = |x: Option<u32>| x.map_or("-".to_string(), |v| v.to_string());
+            let rows: Vec<Vec<String>> = result
                 .hits
                 .iter()
-                .map(|h| h.id.chars().count())
-                .max()
-                .unwrap_or(4)
-                .clamp(4, 48);
-            writeln!(
-                out,
-                "{:>4}  {:idw$}  {:>7}  {:>4}  {:>5}  SUMMARY",
-                "RANK", "TOOL", "SCORE", "BM25", "DENSE"
-            )?;
-            let r = |x: Option<u32>| x.map_or("-".to_string(), |v| v.to_string());
-            for (i, h) in result.hits.iter().enumerate() {
-                let summary: String = h.summary.chars().take(80).collect();
-                let pin = if h.pinned { " (pinned)" } else { "" };
-                writeln!(
-                    out,
-                    "{:>4}  {:idw$}  {:>7.4}  {:>4}  {:>5}  {summary}{pin}",
-                    i + 1,
-                    h.id,
-                    h.score,
-                    r(h.lexical_rank),
-                    r(h.dense_rank)
-                )?;
-            }
+                .enumerate()
+                .map(|(i, h)| {
+                    let summary: String = h.summary.chars().take(80).collect();
+                    let pin = if h.pinned { " (pinned)" } else { "" };
+                    vec![
+                        (i + 1).to_string(),
+                        h.id.clone(),
+                        format!("{:.4}", h.score),
+                        r(h.lexical_rank),
+                        r(h.dense_rank),
+                        format!("{summary}{pin}"),
+                    ]
+                })
+                .collect();
+            write_table(&mut out, &columns, "  ", &rows)?;
             match &result.abstain_reason {
                 None => writeln!(
                     out,

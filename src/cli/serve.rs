@@ -8,8 +8,10 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use toolrag::server::{router, AppState, LiveIndex, ServeOptions, RELOAD_POLL};
+use toolrag::serve::{LiveIndex, RELOAD_POLL};
+use toolrag::server::{router, AppState, ServeOptions};
 
+use super::model::Need;
 use super::{Config, ModelArgs};
 
 /// How long in-flight requests get to finish after SIGTERM or Ctrl-C.
@@ -65,13 +67,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let config = Config::load(args.config.as_deref())?;
-    let options = ServeOptions {
-        token,
-        cors_origins: args.cors_origins.clone(),
-        timeout: Duration::from_millis(args.timeout_ms),
-        pinned: config.pinned.clone(),
-        ..ServeOptions::default()
-    };
+    let mut options = ServeOptions::default();
+    options.token = token;
+    options.cors_origins = args.cors_origins.clone();
+    options.timeout = Duration::from_millis(args.timeout_ms);
+    options.pinned = config.pinned.clone();
     // Searches run on the blocking pool, at most `search_threads` at once. A
     // small pool whose threads stay alive means the same few threads run the
     // model every time: under the hybrid load test, fresh pool threads each
@@ -170,22 +170,14 @@ pub fn open_live(
     search: toolrag::search::SearchConfig,
 ) -> anyhow::Result<LiveIndex> {
     let sessions = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let embedder: Option<Arc<dyn toolrag::embed::Embedder>> = match model.load_for_query(sessions) {
-        Ok(e) => {
-            e.warm_up()?;
-            Some(Arc::new(e))
-        }
-        Err(e)
-            if matches!(
-                e.downcast_ref::<toolrag::Error>(),
-                Some(toolrag::Error::ModelNotFound { .. })
-            ) =>
-        {
-            eprintln!("toolrag: note: no embedding model found; serving BM25 only (run scripts/fetch-model)");
-            None
-        }
-        Err(e) => return Err(e),
-    };
+    let embedder: Option<Arc<dyn toolrag::embed::Embedder>> =
+        match model.query_embedder(Need::Optional("serving BM25 only"), sessions)? {
+            Some(e) => {
+                e.warm_up()?;
+                Some(Arc::new(e))
+            }
+            None => None,
+        };
     LiveIndex::open(index, embedder, search)
         .with_context(|| format!("cannot open the index in {}", index.display()))
 }

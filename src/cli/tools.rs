@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Subcommand;
 
+use super::table::{write_table, Column};
 use super::{ListFormat, RegistryArgs};
 
 #[derive(Debug, Subcommand)]
@@ -64,24 +65,17 @@ pub fn run(cmd: ToolsCommand) -> anyhow::Result<ExitCode> {
                     writeln!(out)?;
                 }
                 ListFormat::Text => {
-                    let idw = reg
+                    let columns = [
+                        Column::left("ID").within(2, 48),
+                        Column::left("NAMESPACE").within(9, 24),
+                        Column::left("SUMMARY"),
+                    ];
+                    let rows: Vec<Vec<String>> = reg
                         .tools()
                         .iter()
-                        .map(|t| t.id.chars().count())
-                        .max()
-                        .unwrap_or(2)
-                        .clamp(2, 48);
-                    let nsw = reg
-                        .tools()
-                        .iter()
-                        .map(|t| t.namespace.chars().count())
-                        .max()
-                        .unwrap_or(9)
-                        .clamp(9, 24);
-                    writeln!(out, "{:idw$}  {:nsw$}  SUMMARY", "ID", "NAMESPACE")?;
-                    for t in reg.tools() {
-                        writeln!(out, "{:idw$}  {:nsw$}  {}", t.id, t.namespace, t.summary)?;
-                    }
+                        .map(|t| vec![t.id.clone(), t.namespace.clone(), t.summary.clone()])
+                        .collect();
+                    write_table(&mut out, &columns, "  ", &rows)?;
                     writeln!(
                         out,
                         "{} tools in {} namespaces",

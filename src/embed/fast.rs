@@ -17,9 +17,9 @@ use crate::registry::cut_chars;
 /// The model this build is made for; recorded in index manifests.
 pub const MODEL_ID: &str = "sentence-transformers/all-MiniLM-L6-v2 (int8 ONNX)";
 
-/// Queries longer than this many characters are cut before tokenising: the model
-/// sees at most `max_tokens` anyway, and tokenising megabytes is wasted time.
-const MAX_QUERY_CHARS: usize = 4096;
+// Queries longer than the search's cap are cut before tokenising: the model
+// sees at most `max_tokens` anyway, and tokenising megabytes is wasted time.
+use crate::search::MAX_QUERY_CHARS;
 
 /// How the embedder runs.
 #[derive(Debug, Clone)]

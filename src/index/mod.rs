@@ -70,7 +70,9 @@ pub fn current_generation(dir: &Path) -> Result<PathBuf> {
     Ok(gen)
 }
 
-fn generation_number(name: &str) -> Option<u64> {
+/// The number of a generation folder name (`gen-000007` → 7); `None` for
+/// any other name.
+pub fn generation_number(name: &str) -> Option<u64> {
     name.strip_prefix(GEN_PREFIX)?.parse().ok()
 }
 

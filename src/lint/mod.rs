@@ -37,7 +37,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 pub use config::{IgnoreEntry, LintConfig, Thresholds, CONFIG_FILE};
-pub use rule::RuleInfo;
+pub use rule::{RuleCode, RuleInfo};
 pub use rules::{find_rule, rules};
 
 use crate::embed::TokenCounter;
@@ -78,9 +78,10 @@ impl std::fmt::Display for Level {
 
 /// One finding of one rule about one tool.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Diagnostic {
     /// The rule's stable code, such as `TR001`.
-    pub code: String,
+    pub code: RuleCode,
     /// The rule's kebab-case name, such as `missing-examples`.
     pub name: String,
     /// The effective level (never [`Level::Ignore`]).
@@ -210,7 +211,7 @@ pub fn lint(registry: &Registry, cx: &LintContext) -> Vec<Diagnostic> {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RuleStatistics {
     /// The rule's code.
-    pub code: String,
+    pub code: RuleCode,
     /// The rule's name.
     pub name: String,
     /// The level its diagnostics had.
@@ -226,10 +227,10 @@ pub fn statistics(diagnostics: &[Diagnostic]) -> Vec<RuleStatistics> {
     let mut by_code: BTreeMap<&str, (RuleStatistics, std::collections::HashSet<&str>)> =
         BTreeMap::new();
     for d in diagnostics {
-        let entry = by_code.entry(&d.code).or_insert_with(|| {
+        let entry = by_code.entry(d.code.as_str()).or_insert_with(|| {
             (
                 RuleStatistics {
-                    code: d.code.clone(),
+                    code: d.code,
                     name: d.name.clone(),
                     level: d.level,
                     diagnostics: 0,

@@ -8,6 +8,75 @@ use super::{Diagnostic, Level};
 use crate::embed::TokenCounter;
 use crate::registry::{Registry, ToolDef};
 
+/// A rule's stable code, such as `TR001`: one of the codes of the rule
+/// table, never an arbitrary string.
+///
+/// It serialises as the bare code (`"TR001"`), and deserialises only from a
+/// code the table knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RuleCode(&'static str);
+
+impl RuleCode {
+    /// The code of the rule `info`.
+    pub const fn of(info: &RuleInfo) -> RuleCode {
+        RuleCode(info.code)
+    }
+
+    /// The code, as written: `TR001`.
+    pub const fn as_str(self) -> &'static str {
+        self.0
+    }
+
+    /// The code of a known rule, by its exact code.
+    pub fn parse(code: &str) -> Option<RuleCode> {
+        super::rules().find(|r| r.code == code).map(RuleCode::of)
+    }
+}
+
+impl std::fmt::Display for RuleCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.0)
+    }
+}
+
+impl Serialize for RuleCode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.0)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for RuleCode {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<RuleCode, D::Error> {
+        let s = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        RuleCode::parse(&s)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown lint rule code `{s}`")))
+    }
+}
+
+impl PartialEq<str> for RuleCode {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for RuleCode {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<RuleCode> for String {
+    fn eq(&self, other: &RuleCode) -> bool {
+        self == other.0
+    }
+}
+
+impl PartialEq<RuleCode> for &str {
+    fn eq(&self, other: &RuleCode) -> bool {
+        *self == other.0
+    }
+}
+
 /// A rule's identity and documentation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct RuleInfo {
@@ -61,7 +130,7 @@ impl<'t> Findings<'t> {
         self.items
             .into_iter()
             .map(|(tool, pointer, message)| Diagnostic {
-                code: info.code.to_string(),
+                code: RuleCode::of(info),
                 name: info.name.to_string(),
                 level,
                 tool_id: tool.id.clone(),
@@ -123,3 +192,23 @@ macro_rules! declare_rule {
 }
 
 pub(crate) use declare_rule;
+
+#[cfg(test)]
+mod code_tests {
+    use super::RuleCode;
+
+    #[test]
+    fn codes_serialise_bare_and_parse_only_known_ones() {
+        let code = RuleCode::parse("TR001").unwrap();
+        assert_eq!(serde_json::to_string(&code).unwrap(), r#""TR001""#);
+        assert_eq!(format!("{code:6}|"), "TR001 |");
+        let back: RuleCode = serde_json::from_str(r#""TR001""#).unwrap();
+        assert_eq!(back, code);
+        assert!(RuleCode::parse("TR999").is_none());
+        let e = serde_json::from_str::<RuleCode>(r#""TR999""#).unwrap_err();
+        assert!(
+            e.to_string().contains("unknown lint rule code `TR999`"),
+            "{e}"
+        );
+    }
+}

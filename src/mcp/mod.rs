@@ -2,9 +2,12 @@
 //! client can search a large registry lazily instead of listing all of it.
 //!
 //! Built on `rmcp`, the official Rust MCP SDK; the transport (stdio for
-//! `toolrag mcp`) is the caller's choice. It reads the same [`LiveIndex`] as
-//! the HTTP server, so it follows index rebuilds the same way, and applies the
-//! same limits.
+//! `toolrag mcp`) is the caller's choice. It reads a [`LiveIndex`] of the
+//! serving core ([`crate::serve`]), as the HTTP server does, so it follows
+//! index rebuilds the same way and applies the same limits; it does not
+//! depend on the HTTP server. A user error ([`ApiError::User`]) is a tool
+//! result with `isError`, which the model can read and correct; an internal
+//! one is a JSON-RPC error.
 
 use std::sync::Arc;
 
@@ -16,15 +19,14 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::search::SearchRequest;
-use crate::server::{check_k, check_query};
-use crate::server::{ApiError, LiveIndex};
+use crate::serve::{check_k, check_query, ApiError, LiveIndex};
 
 /// The arguments of `search_tools`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SearchToolsArgs {
     /// What the user wants done, in plain words, e.g. "read the file /etc/hosts".
-    /// At most 4096 bytes.
+    /// At most 4096 characters.
     pub query: String,
     /// How many tools to return, 1 to 100 (default 10).
     #[schemars(range(min = 1, max = 100))]
@@ -92,7 +94,7 @@ impl McpServer {
     ) -> Result<CallToolResult, ErrorData> {
         let req = match search_request(args, &self.pinned) {
             Ok(r) => r,
-            Err(e) => return Ok(tool_error(&e.message)),
+            Err(e) => return answer_error(e),
         };
         let index = self.index.clone();
         let answer = tokio::task::spawn_blocking(move || index.search(&req))
@@ -100,14 +102,7 @@ impl McpServer {
             .map_err(|e| ErrorData::internal_error(format!("the search failed: {e}"), None))?;
         match answer {
             Ok(a) => Ok(CallToolResult::structured(to_value(&a.value)?)),
-            Err(e) => {
-                let e = ApiError::from(e);
-                if e.status.is_client_error() {
-                    Ok(tool_error(&e.message))
-                } else {
-                    Err(ErrorData::internal_error(e.message, None))
-                }
-            }
+            Err(e) => answer_error(ApiError::from(e)),
         }
     }
 
@@ -155,6 +150,15 @@ fn search_request(args: SearchToolsArgs, pinned: &[String]) -> Result<SearchRequ
         pin: pinned.to_vec(),
         ..SearchRequest::default()
     })
+}
+
+/// A user error is a tool result with `isError` (the model can read it and
+/// try again); an internal one is a JSON-RPC error.
+fn answer_error(e: ApiError) -> Result<CallToolResult, ErrorData> {
+    match e {
+        ApiError::User { message, .. } => Ok(tool_error(&message)),
+        other => Err(ErrorData::internal_error(other.message().to_string(), None)),
+    }
 }
 
 fn tool_error(message: &str) -> CallToolResult {

@@ -1,13 +1,14 @@
 //! Bearer-token auth on every route but `/healthz`, when a token is set.
 
 use axum::extract::{Request, State};
-use axum::http::{header, StatusCode};
+use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use super::{ApiError, AppState};
+use super::AppState;
+use crate::serve::{ApiError, UserCode};
 
 /// The one route open without a token, so that liveness probes need no secret.
 const OPEN_ROUTE: &str = "/healthz";
@@ -37,7 +38,7 @@ pub async fn require_token(State(app): State<AppState>, req: Request, next: Next
 }
 
 fn unauthorized(message: &str) -> Response {
-    ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message).into_response()
+    ApiError::user(UserCode::Unauthorized, message).into_response()
 }
 
 /// Compares in constant time. Hashing first makes both sides the same length,

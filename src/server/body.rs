@@ -6,8 +6,8 @@ use axum::http::{header, StatusCode};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::{ApiError, DEFAULT_K, MAX_K, MAX_QUERY_BYTES};
 use crate::search::{Mode, SearchRequest};
+use crate::serve::{check_k, check_query, ApiError, UserCode, MAX_BODY_BYTES};
 
 /// The body of `POST /v1/search` (and each item of a batch). Unknown fields
 /// are refused, so a misspelt option is an error rather than ignored.
@@ -90,8 +90,8 @@ impl GateBody {
     /// unknown field.
     pub fn from_value(v: serde_json::Value) -> Result<GateBody, ApiError> {
         let serde_json::Value::Object(fields) = &v else {
-            return Err(ApiError::bad_request(
-                "invalid_request",
+            return Err(ApiError::user(
+                UserCode::InvalidRequest,
                 format!(
                     "a gate request must be a JSON object with a `plan`, not {}",
                     json_type(&v)
@@ -99,15 +99,15 @@ impl GateBody {
             ));
         };
         if !fields.contains_key("plan") && PLAN_FIELDS.iter().any(|f| fields.contains_key(*f)) {
-            return Err(ApiError::bad_request(
-                "invalid_request",
+            return Err(ApiError::user(
+                UserCode::InvalidRequest,
                 "missing field `plan`: the body looks like a bare plan; send \
                  {\"plan\": <the plan>, \"offered\": <the candidate set>} instead",
             ));
         }
         if fields.get("plan").is_some_and(serde_json::Value::is_null) {
-            return Err(ApiError::bad_request(
-                "invalid_request",
+            return Err(ApiError::user(
+                UserCode::InvalidRequest,
                 "plan: the plan is null; send the plan the model proposed",
             ));
         }
@@ -127,35 +127,6 @@ pub fn json_type(v: &serde_json::Value) -> &'static str {
     }
 }
 
-/// `k`, defaulted and checked against 1..=[`MAX_K`].
-pub fn check_k(k: Option<i64>) -> Result<usize, ApiError> {
-    match k {
-        None => Ok(DEFAULT_K),
-        Some(k) if (1..=MAX_K as i64).contains(&k) => Ok(k as usize),
-        Some(k) => Err(ApiError::bad_request(
-            "invalid_k",
-            format!("k must be between 1 and {MAX_K}, got {k}"),
-        )),
-    }
-}
-
-/// The query must have words and be at most [`MAX_QUERY_BYTES`].
-pub fn check_query(query: &str) -> Result<(), ApiError> {
-    if query.len() > MAX_QUERY_BYTES {
-        return Err(ApiError::bad_request(
-            "query_too_long",
-            format!(
-                "the query is {} bytes; the limit is {MAX_QUERY_BYTES}",
-                query.len()
-            ),
-        ));
-    }
-    if query.trim().is_empty() {
-        return Err(ApiError::bad_request("empty_query", "the query is empty"));
-    }
-    Ok(())
-}
-
 /// A JSON body: `application/json`, within the body limit, deserialised with
 /// the path of the offending field in the message.
 #[derive(Debug)]
@@ -166,9 +137,8 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
         if !is_json(req.headers().get(header::CONTENT_TYPE)) {
-            return Err(ApiError::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "unsupported_media_type",
+            return Err(ApiError::user(
+                UserCode::UnsupportedMediaType,
                 "the body must be JSON, sent with `Content-Type: application/json`",
             ));
         }
@@ -176,16 +146,12 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
             .await
             .map_err(|r| {
                 if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                    ApiError::new(
-                        StatusCode::PAYLOAD_TOO_LARGE,
-                        "body_too_large",
-                        format!(
-                            "the body is over the limit of {} bytes",
-                            super::MAX_BODY_BYTES
-                        ),
+                    ApiError::user(
+                        UserCode::BodyTooLarge,
+                        format!("the body is over the limit of {} bytes", MAX_BODY_BYTES),
                     )
                 } else {
-                    ApiError::bad_request("invalid_request", r.body_text())
+                    ApiError::user(UserCode::InvalidRequest, r.body_text())
                 }
             })?;
         parse(&bytes).map(JsonBody)
@@ -208,14 +174,14 @@ fn describe(e: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
     let path = e.path().to_string();
     let inner = e.into_inner();
     match inner.classify() {
-        Category::Syntax | Category::Eof | Category::Io => ApiError::bad_request(
-            "malformed_json",
+        Category::Syntax | Category::Eof | Category::Io => ApiError::user(
+            UserCode::MalformedJson,
             format!("the body is not valid JSON: {inner}"),
         ),
         Category::Data if path == "." => {
-            ApiError::bad_request("invalid_request", inner.to_string())
+            ApiError::user(UserCode::InvalidRequest, inner.to_string())
         }
-        Category::Data => ApiError::bad_request("invalid_request", format!("{path}: {inner}")),
+        Category::Data => ApiError::user(UserCode::InvalidRequest, format!("{path}: {inner}")),
     }
 }
 
@@ -239,28 +205,28 @@ mod tests {
     #[test]
     fn errors_name_the_field() {
         let e = parse::<SearchBody>(br#"{"query": "x", "k": "ten"}"#).unwrap_err();
-        assert_eq!(e.code, "invalid_request");
+        assert_eq!(e.code().as_str(), "invalid_request");
         assert!(
-            e.message.starts_with("k: invalid type: string"),
+            e.message().starts_with("k: invalid type: string"),
             "{}",
-            e.message
+            e.message()
         );
         let v = serde_json::json!([{"query": "x"}, {"query": 3}]);
         let e = parse_value::<Vec<SearchBody>>(v).unwrap_err();
         assert_eq!(
-            e.message,
+            e.message(),
             "[1].query: invalid type: integer `3`, expected a string"
         );
         let e = parse::<SearchBody>(br#"{"k": 3}"#).unwrap_err();
-        assert_eq!(e.message, "missing field `query` at line 1 column 8");
+        assert_eq!(e.message(), "missing field `query` at line 1 column 8");
         let e = parse::<SearchBody>(br#"{"query": "x", "readonly": true}"#).unwrap_err();
         assert!(
-            e.message.contains("unknown field `readonly`"),
+            e.message().contains("unknown field `readonly`"),
             "{}",
-            e.message
+            e.message()
         );
         let e = parse::<SearchBody>(br#"{"query": "#).unwrap_err();
-        assert_eq!(e.code, "malformed_json");
+        assert_eq!(e.code().as_str(), "malformed_json");
     }
 
     #[test]
@@ -268,7 +234,7 @@ mod tests {
         use serde_json::json;
         let ok = GateBody::from_value(json!({"plan": [1], "offered": null})).unwrap();
         assert_eq!((ok.plan, ok.offered), (json!([1]), None));
-        let msg = |v| GateBody::from_value(v).unwrap_err().message;
+        let msg = |v| GateBody::from_value(v).unwrap_err().message().to_string();
         assert_eq!(
             msg(json!([])),
             "a gate request must be a JSON object with a `plan`, not an array"
@@ -277,17 +243,6 @@ mod tests {
         assert!(msg(json!({"planId": "p", "decision": "ABSTAIN"})).contains("bare plan"));
         assert!(msg(json!({"plan": null})).starts_with("plan: the plan is null"));
         assert!(msg(json!({"plan": {}, "offred": []})).contains("unknown field `offred`"));
-    }
-
-    #[test]
-    fn limits() {
-        assert_eq!(check_k(None).unwrap(), DEFAULT_K);
-        assert_eq!(check_k(Some(0)).unwrap_err().code, "invalid_k");
-        assert_eq!(check_k(Some(101)).unwrap_err().code, "invalid_k");
-        assert_eq!(check_k(Some(100)).unwrap(), 100);
-        assert_eq!(check_query(" ").unwrap_err().code, "empty_query");
-        let long = "é".repeat(MAX_QUERY_BYTES / 2 + 1);
-        assert_eq!(check_query(&long).unwrap_err().code, "query_too_long");
     }
 
     #[test]

@@ -1,15 +1,15 @@
 //! The route handlers, and the timeout middleware.
 
 use axum::extract::{Path, Request, State};
-use axum::http::{HeaderName, HeaderValue, StatusCode};
+use axum::http::{HeaderName, HeaderValue};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 
 use super::body::{json_type, parse_value, GateBody, JsonBody, SearchBody};
-use super::live::{generation_name, Answer};
-use super::{ApiError, AppState, MAX_BATCH};
+use super::AppState;
+use crate::serve::{generation_name, Answer, ApiError, UserCode, MAX_BATCH};
 
 /// The response header naming the index generation that answered.
 pub const GENERATION_HEADER: HeaderName = HeaderName::from_static("x-toolrag-generation");
@@ -47,8 +47,8 @@ pub async fn search_batch(
     JsonBody(bodies): JsonBody<Vec<serde_json::Value>>,
 ) -> Result<Response, ApiError> {
     if bodies.len() > MAX_BATCH {
-        return Err(ApiError::bad_request(
-            "batch_too_large",
+        return Err(ApiError::user(
+            UserCode::BatchTooLarge,
             format!(
                 "the batch has {} requests; the limit is {MAX_BATCH}",
                 bodies.len()
@@ -84,8 +84,8 @@ fn search_body(v: serde_json::Value) -> Result<SearchBody, ApiError> {
 }
 
 fn not_an_object(v: &serde_json::Value) -> ApiError {
-    ApiError::bad_request(
-        "invalid_request",
+    ApiError::user(
+        UserCode::InvalidRequest,
         format!(
             "a search request must be a JSON object with a `query`, not {}",
             json_type(v)
@@ -95,10 +95,7 @@ fn not_an_object(v: &serde_json::Value) -> ApiError {
 
 /// Names the failing request of a batch: `[3]: k must be …`.
 fn at(i: usize, e: ApiError) -> ApiError {
-    ApiError {
-        message: format!("[{i}]: {}", e.message),
-        ..e
-    }
+    e.prefixed(&format!("[{i}]: "))
 }
 
 /// `POST /v1/gate`: the plan gate's verdict on one plan, the same JSON as
@@ -115,7 +112,7 @@ pub async fn gate(
         .map(|v| crate::gate::parse_offered(&v))
         .transpose()
         .map_err(|e| match e {
-            crate::Error::InvalidInput(m) => ApiError::bad_request("invalid_request", m),
+            crate::Error::InvalidInput(m) => ApiError::user(UserCode::InvalidRequest, m),
             other => other.into(),
         })?;
     let live = app.live()?;
@@ -140,16 +137,15 @@ pub async fn tool(
     State(app): State<AppState>,
     id: Result<Path<String>, axum::extract::rejection::PathRejection>,
 ) -> Result<Response, ApiError> {
-    let Path(id) = id.map_err(|e| ApiError::bad_request("invalid_request", e.body_text()))?;
+    let Path(id) = id.map_err(|e| ApiError::user(UserCode::InvalidRequest, e.body_text()))?;
     let s = app.live()?.snapshot();
     match s.tool(&id) {
         Some(t) => Ok(with_generation(Answer {
             generation: generation_name(&s),
             value: t,
         })),
-        None => Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "tool_not_found",
+        None => Err(ApiError::user(
+            UserCode::ToolNotFound,
             format!("no tool `{id}` in the index"),
         )),
     }
@@ -173,18 +169,16 @@ pub async fn readyz(State(app): State<AppState>) -> Result<Json<serde_json::Valu
 
 /// Any other path.
 pub async fn not_found(req: Request) -> ApiError {
-    ApiError::new(
-        StatusCode::NOT_FOUND,
-        "not_found",
+    ApiError::user(
+        UserCode::NotFound,
         format!("no route {} {}", req.method(), req.uri().path()),
     )
 }
 
 /// A known path with another method.
 pub async fn method_not_allowed(req: Request) -> ApiError {
-    ApiError::new(
-        StatusCode::METHOD_NOT_ALLOWED,
-        "method_not_allowed",
+    ApiError::user(
+        UserCode::MethodNotAllowed,
         format!("{} is not allowed on {}", req.method(), req.uri().path()),
     )
 }
@@ -195,11 +189,10 @@ pub async fn timeout(State(app): State<AppState>, req: Request, next: Next) -> R
     let limit = app.options().timeout;
     match tokio::time::timeout(limit, next.run(req)).await {
         Ok(r) => r,
-        Err(_) => ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "timeout",
-            format!("the request took longer than {} ms", limit.as_millis()),
-        )
+        Err(_) => ApiError::timeout(format!(
+            "the request took longer than {} ms",
+            limit.as_millis()
+        ))
         .into_response(),
     }
 }

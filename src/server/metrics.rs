@@ -16,8 +16,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-use super::live::{generation_name, generation_number};
 use super::AppState;
+use crate::serve::generation_name;
 
 /// Latency buckets, in seconds: from a cached lexical query to a slow batch.
 const BUCKETS: [f64; 14] = [
@@ -128,8 +128,8 @@ impl Metrics {
         let _guard = self.scrape.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(live) = app.index() {
             let s = live.snapshot();
-            self.generation
-                .set(generation_number(&generation_name(&s)) as i64);
+            let number = crate::index::generation_number(&generation_name(&s)).unwrap_or(0);
+            self.generation.set(number as i64);
             self.tools.set(s.tools().len() as i64);
             self.ready.set(1);
             for (outcome, total) in [("ok", live.reloads()), ("error", live.failures())] {

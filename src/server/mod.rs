@@ -2,6 +2,10 @@
 //! metrics and the OpenAPI description, over a [`LiveIndex`] that reloads
 //! itself when a new index generation is published.
 //!
+//! The limits, the request checks, the error codes and the live index are the
+//! serving core's ([`crate::serve`]), shared with the MCP server; this module
+//! adds what is HTTP: routes, extractors, auth, CORS, timeouts and metrics.
+//!
 //! The server uses only the public library API: it opens a
 //! [`Searcher`](crate::search::Searcher), turns results into Khipu candidate
 //! sets with [`khipu::candidate_set`](crate::search::khipu::candidate_set) and
@@ -11,7 +15,8 @@
 //! ```no_run
 //! # async fn demo() -> toolrag::Result<()> {
 //! use std::sync::Arc;
-//! use toolrag::server::{router, AppState, LiveIndex, ServeOptions};
+//! use toolrag::serve::LiveIndex;
+//! use toolrag::server::{router, AppState, ServeOptions};
 //!
 //! let live = LiveIndex::open("index".as_ref(), None, Default::default())?;
 //! let state = AppState::new(ServeOptions::default());
@@ -25,7 +30,6 @@ mod auth;
 mod body;
 mod error;
 mod handlers;
-mod live;
 mod metrics;
 pub mod openapi;
 
@@ -36,22 +40,10 @@ use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use axum::Router;
 
-pub use body::{check_k, check_query, GateBody, SearchBody};
-pub use error::{ApiError, CODES};
-pub use live::{LiveIndex, Reload, Watcher};
+pub use body::{GateBody, SearchBody};
+pub use error::status_of;
 
-/// The largest request body, in bytes.
-pub const MAX_BODY_BYTES: usize = 64 * 1024;
-/// The longest query text, in bytes (UTF-8).
-pub const MAX_QUERY_BYTES: usize = 4096;
-/// The largest `k`.
-pub const MAX_K: usize = 100;
-/// The default `k`.
-pub const DEFAULT_K: usize = 10;
-/// The most requests in one batch.
-pub const MAX_BATCH: usize = 256;
-/// How often the reload watcher looks at `CURRENT`.
-pub const RELOAD_POLL: Duration = Duration::from_millis(500);
+use crate::serve::{ApiError, LiveIndex, MAX_BODY_BYTES};
 
 /// Every route, as (method, path template). The OpenAPI document lists
 /// exactly these; a test keeps the two in sync.
@@ -67,7 +59,11 @@ pub const ROUTES: &[(&str, &str)] = &[
 ];
 
 /// How the server behaves, beyond the index it serves.
+///
+/// Built from [`ServeOptions::default`] and changed field by field: the
+/// struct may gain fields.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ServeOptions {
     /// The bearer token every route but `/healthz` requires; `None`: no auth.
     pub token: Option<String>,

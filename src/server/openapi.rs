@@ -2,7 +2,7 @@
 //!
 //! The document is hand-written (`openapi.json` beside this file) and checked
 //! against the code by tests: its paths are exactly [`ROUTES`](super::ROUTES),
-//! its error codes are exactly [`CODES`](super::error::CODES), its gate
+//! its error codes are exactly [`ApiCode::ALL`](crate::serve::ApiCode::ALL), its gate
 //! violation codes are exactly [`Code::ALL`](crate::gate::Code::ALL), and the
 //! integration tests validate real responses against its schemas.
 
@@ -70,8 +70,40 @@ mod tests {
             .iter()
             .map(|c| c.as_str().unwrap())
             .collect();
-        assert_eq!(codes, super::super::error::CODES);
+        let ours: Vec<&str> = crate::serve::ApiCode::ALL
+            .iter()
+            .map(|c| c.as_str())
+            .collect();
+        assert_eq!(codes, ours);
         assert_eq!(doc["info"]["version"], env!("CARGO_PKG_VERSION"));
+    }
+
+    #[test]
+    fn every_api_code_has_a_status_the_document_names() {
+        let doc = document();
+        let text = DOCUMENT;
+        let mut statuses = std::collections::BTreeSet::new();
+        for ops in doc["paths"].as_object().unwrap().values() {
+            for op in ops.as_object().unwrap().values() {
+                statuses.extend(op["responses"].as_object().unwrap().keys().cloned());
+            }
+        }
+        for code in crate::serve::ApiCode::ALL {
+            let status = code.status();
+            assert!((400..600).contains(&status), "{code}: {status}");
+            assert!(
+                text.contains(&format!("\"{code}\"")),
+                "{code} is not in openapi.json"
+            );
+            // 405 can answer any route and 500 none by design; every other
+            // status is documented on at least one route.
+            if ![405, 500].contains(&status) {
+                assert!(
+                    statuses.contains(&status.to_string()),
+                    "{code}: no route documents {status}"
+                );
+            }
+        }
     }
 
     #[test]
@@ -98,11 +130,18 @@ mod tests {
     fn limits_match() {
         let doc = document();
         let body = &doc["components"]["schemas"]["SearchBody"]["properties"];
-        assert_eq!(body["k"]["maximum"], super::super::MAX_K);
-        assert_eq!(body["k"]["default"], super::super::DEFAULT_K);
-        assert_eq!(body["query"]["maxLength"], super::super::MAX_QUERY_BYTES);
+        use crate::serve::{DEFAULT_K, MAX_BATCH, MAX_K, MAX_QUERY_CHARS};
+        assert_eq!(body["k"]["maximum"], MAX_K);
+        assert_eq!(body["k"]["default"], DEFAULT_K);
+        // JSON Schema's maxLength counts characters, as check_query does.
+        assert_eq!(body["query"]["maxLength"], MAX_QUERY_CHARS);
+        let text = body["query"]["description"].as_str().unwrap();
+        assert!(
+            text.contains(&format!("{MAX_QUERY_CHARS} characters")),
+            "{text}"
+        );
         let batch = &doc["paths"]["/v1/search/batch"]["post"]["requestBody"]["content"]
             ["application/json"]["schema"];
-        assert_eq!(batch["maxItems"], super::super::MAX_BATCH);
+        assert_eq!(batch["maxItems"], MAX_BATCH);
     }
 }

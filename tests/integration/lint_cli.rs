@@ -295,6 +295,43 @@ fn without_a_model_the_lint_says_so_once_and_goes_on_lexically() {
 }
 
 #[test]
+fn with_lexical_a_missing_model_is_not_news() {
+    // `--lexical` asks for lexical similarity: no model is what was asked
+    // for, so nothing is said about it, and the findings are the same.
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = crate::common::root().join("tests/fixtures/lint/registries/confusable.jsonl");
+    let run = |extra: &[&str]| {
+        assert_cmd::Command::cargo_bin("toolrag")
+            .unwrap()
+            .current_dir(dir.path())
+            .env_remove("TOOLRAG_MODEL_DIR")
+            .args([
+                "lint",
+                "--select",
+                "confusable-tools",
+                "--format",
+                "concise",
+            ])
+            .args(extra)
+            .arg(&fixture)
+            .output()
+            .unwrap()
+    };
+    let lexical = run(&["--lexical"]);
+    assert_eq!(lexical.status.code(), Some(0));
+    let stderr = String::from_utf8(lexical.stderr).unwrap();
+    assert!(!stderr.contains("no embedding model"), "{stderr}");
+    let plain = run(&[]);
+    assert!(String::from_utf8(plain.stderr)
+        .unwrap()
+        .contains("no embedding model found"));
+    assert_eq!(lexical.stdout, plain.stdout);
+    assert!(String::from_utf8(lexical.stdout)
+        .unwrap()
+        .contains("lexical cosine"));
+}
+
+#[test]
 fn help_teaches_exit_codes_and_examples() {
     toolrag()
         .args(["lint", "--help"])

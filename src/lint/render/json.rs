@@ -24,7 +24,7 @@ pub(super) fn render(diagnostics: &[Diagnostic], out: &mut dyn Write) -> io::Res
     let rows: Vec<JsonDiagnostic<'_>> = diagnostics
         .iter()
         .map(|d| JsonDiagnostic {
-            code: &d.code,
+            code: d.code.as_str(),
             name: &d.name,
             level: d.level,
             tool_id: &d.tool_id,

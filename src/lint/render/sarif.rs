@@ -80,7 +80,7 @@ fn result(d: &Diagnostic, rule_index: Option<usize>) -> sarif::Result {
         format!("{}:{}:{}", d.code, d.tool_id, d.pointer),
     );
     let builder = sarif::Result::builder()
-        .rule_id(d.code.clone())
+        .rule_id(d.code.to_string())
         .level(match d.level {
             Level::Error => sarif::ResultLevel::Error,
             _ => sarif::ResultLevel::Warning,
@@ -99,7 +99,7 @@ pub fn to_sarif(diagnostics: &[Diagnostic]) -> sarif::Sarif {
     let all: Vec<&crate::lint::RuleInfo> = rules().collect();
     let results: Vec<sarif::Result> = diagnostics
         .iter()
-        .map(|d| result(d, all.iter().position(|r| r.code == d.code)))
+        .map(|d| result(d, all.iter().position(|r| d.code == r.code)))
         .collect();
     let driver = sarif::ToolComponent::builder()
         .name("toolrag")

@@ -42,6 +42,7 @@ impl std::fmt::Debug for LiveIndex {
 
 /// What a reload check did.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Reload {
     /// `CURRENT` names the generation already served.
     Unchanged,
@@ -55,6 +56,7 @@ pub enum Reload {
 
 /// One answer, with the generation that produced it.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Answer<T> {
     /// The generation folder name (`gen-000007`).
     pub generation: String,
@@ -226,12 +228,4 @@ pub fn generation_name(s: &Searcher) -> String {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default()
-}
-
-/// The number of a generation name (`gen-000007` → 7), 0 if it has none.
-pub fn generation_number(name: &str) -> u64 {
-    name.rsplit('-')
-        .next()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
 }

@@ -1,0 +1,141 @@
+//! The one model-fallback policy of the binary: what a command does when the
+//! embedding model is not there, and what it says about it.
+//!
+//! - The model is not wanted (a lexical mode, `--lexical-only`, a
+//!   lexical-only index): it is not looked for, and nothing is said.
+//! - It is a nicety the user did not ask for (`toolrag lint --lexical` still
+//!   counts tokens with the model's tokenizer when there is one): used when
+//!   present, and nothing is said when not.
+//! - It is wanted if there is one (hybrid search, serving, building): without
+//!   it the command goes on with BM25 and says so once, on stderr, with how to
+//!   get the model.
+//! - It is required (dense mode): its absence is the error.
+//!
+//! A model folder that exists but is broken is always an error.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use toolrag::embed::{EmbedOptions, Embedder, FastEmbedder, ModelDir};
+use toolrag::search::Mode;
+
+use super::ModelArgs;
+
+/// How much a command needs the embedding model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// Not wanted: not looked for, nothing said.
+    No,
+    /// Used when there is one; nothing said without it.
+    IfPresent,
+    /// Used when there is one; without it the command falls back to BM25
+    /// and says so. The text says what it does instead ("serving BM25 only").
+    Optional(&'static str),
+    /// Required: no model is an error.
+    Required,
+}
+
+impl Need {
+    /// What a search in `mode` needs, given whether the index has vectors.
+    pub fn for_search(mode: Mode, lexical_only_index: bool) -> Need {
+        match mode {
+            _ if lexical_only_index => Need::No,
+            Mode::Lexical => Need::No,
+            Mode::Hybrid => Need::Optional("using BM25 only"),
+            Mode::Dense => Need::Required,
+        }
+    }
+}
+
+/// The note printed when an optional model is missing.
+pub fn no_model_note(fallback: &str) -> String {
+    format!("toolrag: note: no embedding model found; {fallback} (run scripts/fetch-model)")
+}
+
+impl ModelArgs {
+    /// The model folder, by the policy above: `None` when the model is not
+    /// needed, or optional and not found (after saying so).
+    pub fn locate(&self, need: Need) -> anyhow::Result<Option<ModelDir>> {
+        let fallback = match need {
+            Need::No => return Ok(None),
+            Need::IfPresent => None,
+            Need::Optional(fallback) => Some(fallback),
+            Need::Required => return Ok(Some(ModelDir::locate(self.model_dir.as_deref())?)),
+        };
+        match ModelDir::locate(self.model_dir.as_deref()) {
+            Ok(dir) => Ok(Some(dir)),
+            Err(e @ toolrag::Error::ModelNotFound { .. }) => {
+                tracing::debug!("{e}");
+                if let Some(fallback) = fallback {
+                    eprintln!("{}", no_model_note(fallback));
+                }
+                Ok(None)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The query embedder by the policy above, with `sessions` parallel
+    /// sessions; `None` when the model is not needed or optional and missing.
+    pub fn query_embedder(
+        &self,
+        need: Need,
+        sessions: usize,
+    ) -> anyhow::Result<Option<FastEmbedder>> {
+        let Some(dir) = self.locate(need)? else {
+            return Ok(None);
+        };
+        let opts = EmbedOptions {
+            threads: 1,
+            sessions: sessions.max(1),
+            ..EmbedOptions::default()
+        };
+        Ok(Some(FastEmbedder::load(&dir, &opts)?))
+    }
+
+    /// The query embedder for searching the index in `index` in `mode`: what
+    /// [`Need::for_search`] says, with a note when the mode wanted vectors
+    /// the index does not have.
+    pub fn embedder_for_index(
+        &self,
+        index: &Path,
+        mode: Mode,
+        sessions: usize,
+    ) -> anyhow::Result<Option<Arc<dyn Embedder>>> {
+        let gen = toolrag::index::current_generation(index)?;
+        let lexical_only = toolrag::index::Manifest::read(&gen)?.lexical_only;
+        if lexical_only && mode != Mode::Lexical {
+            eprintln!(
+                "toolrag: note: this index is lexical-only (built without the model); using BM25"
+            );
+        }
+        let embedder = self.query_embedder(Need::for_search(mode, lexical_only), sessions)?;
+        Ok(embedder.map(|e| Arc::new(e) as Arc<dyn Embedder>))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_each_search_needs() {
+        assert_eq!(Need::for_search(Mode::Lexical, false), Need::No);
+        assert_eq!(Need::for_search(Mode::Dense, true), Need::No);
+        assert_eq!(Need::for_search(Mode::Dense, false), Need::Required);
+        assert!(matches!(
+            Need::for_search(Mode::Hybrid, false),
+            Need::Optional(_)
+        ));
+    }
+
+    #[test]
+    fn an_unwanted_model_is_not_looked_for() {
+        // A folder that does not exist would be an error if it were looked at.
+        let args = ModelArgs {
+            model_dir: Some("/nonexistent/toolrag-model".into()),
+        };
+        assert!(args.locate(Need::No).unwrap().is_none());
+        assert!(args.locate(Need::Required).is_err());
+    }
+}
