@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{bail, Context};
+use clap::builder::{PossibleValuesParser, TypedValueParser as _};
 use clap::{Args, ValueEnum};
 use rayon::prelude::*;
 use toolrag::search::{khipu, Mode, SearchConfig, SearchRequest, SearchResult, Searcher};
@@ -51,7 +52,12 @@ pub struct QueryArgs {
     #[arg(long, value_enum, default_value_t = QueryFormat::Text)]
     format: QueryFormat,
     /// Retrievers: hybrid (default), lexical (BM25) or dense.
-    #[arg(long, value_enum, default_value_t = Mode::Hybrid)]
+    #[arg(
+        long,
+        default_value_t = Mode::Hybrid,
+        value_parser = PossibleValuesParser::new(Mode::NAMES)
+            .map(|m| m.parse::<Mode>().unwrap_or_default())
+    )]
     mode: Mode,
     /// Only tools in this namespace (repeatable).
     #[arg(long = "namespace", value_name = "NS")]
@@ -191,6 +197,7 @@ fn print_one(
                 "{:>4}  {:idw$}  {:>7}  {:>4}  {:>5}  SUMMARY",
                 "RANK", "TOOL", "SCORE", "BM25", "DENSE"
             )?;
+            use toolrag::search::{dense, lexical};
             let r = |x: Option<u32>| x.map_or("-".to_string(), |v| v.to_string());
             for (i, h) in result.hits.iter().enumerate() {
                 let summary: String = h.summary.chars().take(80).collect();
@@ -201,8 +208,8 @@ fn print_one(
                     i + 1,
                     h.id,
                     h.score,
-                    r(h.lexical_rank),
-                    r(h.dense_rank)
+                    r(h.retrievers.rank(lexical::ID)),
+                    r(h.retrievers.rank(dense::ID))
                 )?;
             }
             match &result.abstain_reason {

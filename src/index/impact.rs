@@ -243,7 +243,7 @@ struct List<'a> {
 
 impl ImpactIndex {
     /// Reads `path`; `Ok(None)` when the index has no impacts file (built by
-    /// an older version), which the caller answers with tantivy's scoring.
+    /// an older version), which the lexical retriever refuses as incompatible.
     pub fn open(path: &Path) -> Result<Option<ImpactIndex>> {
         let bytes = match std::fs::read(path) {
             Ok(b) => b,
