@@ -55,19 +55,29 @@ impl LexicalRetriever {
 
     /// The analysed terms of `text`, distinct, at most [`MAX_QUERY_TERMS`].
     pub fn analyse(&self, text: &str) -> Vec<String> {
-        let mut a = self.analyzer.clone();
-        let mut stream = a.token_stream(text);
-        let mut out: Vec<String> = Vec::new();
-        while let Some(tok) = stream.next() {
-            if !out.iter().any(|t| t == &tok.text) {
-                out.push(tok.text.clone());
-                if out.len() == MAX_QUERY_TERMS {
-                    break;
-                }
+        terms(&mut self.analyzer.clone(), text)
+    }
+
+    /// [`LexicalRetriever::analyse`] without an opened index.
+    #[cfg(test)]
+    pub(crate) fn analyse_with(text: &str) -> Vec<String> {
+        terms(&mut analyzer(), text)
+    }
+}
+
+/// The distinct analysed terms of `text`, at most [`MAX_QUERY_TERMS`].
+fn terms(a: &mut TextAnalyzer, text: &str) -> Vec<String> {
+    let mut stream = a.token_stream(text);
+    let mut out: Vec<String> = Vec::new();
+    while let Some(tok) = stream.next() {
+        if !out.iter().any(|t| t == &tok.text) {
+            out.push(tok.text.clone());
+            if out.len() == MAX_QUERY_TERMS {
+                break;
             }
         }
-        out
     }
+    out
 }
 
 impl Retriever for LexicalRetriever {
