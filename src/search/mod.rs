@@ -42,6 +42,8 @@ pub const MAX_QUERY_CHARS: usize = 4096;
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 #[non_exhaustive]
+// The private field refuses `[search].boosts`; it is not a marker.
+#[allow(clippy::manual_non_exhaustive)]
 pub struct SearchConfig {
     /// How deep each retriever goes before fusion.
     pub depth: usize,
@@ -100,6 +102,9 @@ impl Default for SearchConfig {
         }
     }
 }
+
+/// One retriever's list for one search.
+type Retrieved<'s> = (&'s dyn Retriever, Vec<(u32, f32)>);
 
 /// An opened index: immutable, shareable across threads.
 pub struct Searcher {
@@ -330,7 +335,7 @@ impl Searcher {
         query: &str,
         depth: usize,
         keep: Option<Keep<'_>>,
-    ) -> Result<Vec<(&'s dyn Retriever, Vec<(u32, f32)>)>> {
+    ) -> Result<Vec<Retrieved<'s>>> {
         self.retrievers
             .iter()
             .filter(|r| mode.uses(r.id()))
@@ -339,7 +344,7 @@ impl Searcher {
     }
 
     /// One list is the ranking as it is; several are fused.
-    fn fuse(&self, lists: &[(&dyn Retriever, Vec<(u32, f32)>)]) -> Vec<(u32, f32)> {
+    fn fuse(&self, lists: &[Retrieved<'_>]) -> Vec<(u32, f32)> {
         if let [(_, only)] = lists {
             return only.clone();
         }
@@ -361,7 +366,7 @@ impl Searcher {
     fn hits(
         &self,
         ranked: &[(u32, f32)],
-        lists: &[(&dyn Retriever, Vec<(u32, f32)>)],
+        lists: &[Retrieved<'_>],
         pins: &[u32],
         k: usize,
     ) -> Vec<Hit> {
@@ -403,7 +408,7 @@ impl Searcher {
         mode: Mode,
         query: &str,
         ranked: &[(u32, f32)],
-        lists: &[(&dyn Retriever, Vec<(u32, f32)>)],
+        lists: &[Retrieved<'_>],
     ) -> (f32, Decision, Option<String>) {
         let Some((judge, list)) = lists.iter().find(|(r, _)| r.id() == mode.evidence()) else {
             return (0.0, Decision::Abstain, Some("no retriever ran".into()));
