@@ -105,10 +105,8 @@ fn bench(c: &mut Criterion) {
         .ok();
     if let Some(index) = std::env::var_os("TOOLRAG_BENCH_INDEX").map(PathBuf::from) {
         let e: Arc<dyn Embedder> = Arc::new(embedder());
-        let config = SearchConfig {
-            query_cache: 0,
-            ..search_config()
-        };
+        let mut config = search_config();
+        config.query_cache = 0;
         let searcher = Searcher::open(&index, Some(e.clone()), config).expect("the index opens");
         let label = index
             .file_name()
@@ -121,27 +119,12 @@ fn bench(c: &mut Criterion) {
             &qs,
             &format!("bench-latency-{label}.json"),
         );
-        if std::env::var_os("TOOLRAG_BENCH_EXACT").is_some() {
-            let exact = Searcher::open(
-                &index,
-                Some(e.clone()),
-                SearchConfig {
-                    query_cache: 0,
-                    exact_max_points: usize::MAX,
-                    ..search_config()
-                },
-            )
-            .expect("the index opens");
-            agreement_with_exact(&searcher, &exact, &qs);
-        }
         return;
     }
     let index = bfcl_index();
     let e: Arc<dyn Embedder> = Arc::new(embedder());
-    let config = SearchConfig {
-        query_cache: 0,
-        ..search_config()
-    };
+    let mut config = search_config();
+    config.query_cache = 0;
     let searcher = Searcher::open(&index, Some(e.clone()), config).unwrap();
     let qs = queries();
     let mut g = c.benchmark_group("bfcl");
@@ -250,39 +233,6 @@ fn per_query_latency(searcher: &Searcher, e: &dyn Embedder, qs: &[String], file:
         .join(file);
     if let Err(err) = std::fs::write(&path, serde_json::Value::Object(out).to_string()) {
         eprintln!("cannot write {}: {err}", path.display());
-    }
-}
-
-/// How much of the exact answer the configured searcher finds, per query:
-/// the share of the exact dense top-50 tools in its dense top-50, and of the
-/// exact hybrid top-10 in its hybrid top-10. A label-free check of the graph
-/// search (ef) and of anything else that trades exactness for time.
-fn agreement_with_exact(searcher: &Searcher, exact: &Searcher, qs: &[String]) {
-    let ids = |s: &Searcher, q: &str, mode: Mode, k: usize| -> Vec<String> {
-        s.search(&SearchRequest {
-            query: q.to_string(),
-            k,
-            mode,
-            ..Default::default()
-        })
-        .unwrap()
-        .hits
-        .into_iter()
-        .map(|h| h.id)
-        .collect()
-    };
-    for (mode, k) in [(Mode::Dense, 50), (Mode::Hybrid, 10)] {
-        let mut sum = 0.0;
-        for q in qs {
-            let want = ids(exact, q, mode, k);
-            let got = ids(searcher, q, mode, k);
-            let found = want.iter().filter(|id| got.contains(id)).count();
-            sum += found as f64 / want.len().max(1) as f64;
-        }
-        println!(
-            "  agreement with exact search, {mode} top-{k}: {:.4}",
-            sum / qs.len() as f64
-        );
     }
 }
 

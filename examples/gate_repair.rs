@@ -15,7 +15,7 @@
 use serde_json::{json, Value};
 use toolrag::gate::{Abort, Attempt, Gate};
 use toolrag::registry::LoadOptions;
-use toolrag::search::khipu::Candidate;
+use toolrag::search::khipu::{Candidate, Label, NodeKind};
 use toolrag::Registry;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -91,8 +91,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 fn candidate(id: &str, note: &str) -> Candidate {
     Candidate {
         node_id: format!("tool://{id}"),
-        node_kind: "ARTIFACT".into(),
-        label: "DECLARED".into(),
+        node_kind: NodeKind::Artifact,
+        label: Label::Declared,
         note: note.into(),
     }
 }

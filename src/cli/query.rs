@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
+use clap::builder::{PossibleValuesParser, TypedValueParser as _};
 use clap::{Args, ValueEnum};
 use rayon::prelude::*;
 use toolrag::search::{khipu, Mode, SearchConfig, SearchRequest, SearchResult, Searcher};
@@ -51,7 +52,12 @@ pub struct QueryArgs {
     #[arg(long, value_enum, default_value_t = QueryFormat::Text)]
     format: QueryFormat,
     /// Retrievers: hybrid (default), lexical (BM25) or dense.
-    #[arg(long, value_enum, default_value_t = Mode::Hybrid)]
+    #[arg(
+        long,
+        default_value_t = Mode::Hybrid,
+        value_parser = PossibleValuesParser::new(Mode::NAMES)
+            .map(|m| m.parse::<Mode>().unwrap_or_default())
+    )]
     mode: Mode,
     /// Only tools in this namespace (repeatable).
     #[arg(long = "namespace", value_name = "NS")]
@@ -160,6 +166,7 @@ fn print_one(
                 Column::right("DENSE").fixed(5),
                 Column::left("SUMMARY"),
             ];
+            use toolrag::search::{dense, lexical};
             let r = |x: Option<u32>| x.map_or("-".to_string(), |v| v.to_string());
             let rows: Vec<Vec<String>> = result
                 .hits
@@ -172,8 +179,8 @@ fn print_one(
                         (i + 1).to_string(),
                         h.id.clone(),
                         format!("{:.4}", h.score),
-                        r(h.lexical_rank),
-                        r(h.dense_rank),
+                        r(h.retrievers.rank(lexical::ID)),
+                        r(h.retrievers.rank(dense::ID)),
                         format!("{summary}{pin}"),
                     ]
                 })

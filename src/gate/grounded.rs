@@ -92,9 +92,9 @@ fn compare_candidates(plan: &PlanView<'_>, offered: &[Candidate], out: &mut Vec<
             continue;
         };
         for (field, offered_value) in [
-            ("nodeKind", &o.node_kind),
-            ("label", &o.label),
-            ("note", &o.note),
+            ("nodeKind", o.node_kind.as_str()),
+            ("label", o.label.as_str()),
+            ("note", o.note.as_str()),
         ] {
             // A missing or non-string field is a schema violation already.
             let Some(Value::String(value)) = fields.get(field) else {

@@ -24,12 +24,12 @@
 //! ```
 //! use serde_json::json;
 //! use toolrag::gate::{self, Code};
-//! use toolrag::search::khipu::Candidate;
+//! use toolrag::search::khipu::{Candidate, Label, NodeKind};
 //!
 //! let offered = vec![Candidate {
 //!     node_id: "tool://git/git_status".into(),
-//!     node_kind: "ARTIFACT".into(),
-//!     label: "DECLARED".into(),
+//!     node_kind: NodeKind::Artifact,
+//!     label: Label::Declared,
 //!     note: "git [git, status]: Show the working tree status.".into(),
 //! }];
 //! let mut plan = json!({

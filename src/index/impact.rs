@@ -243,7 +243,7 @@ struct List<'a> {
 
 impl ImpactIndex {
     /// Reads `path`; `Ok(None)` when the index has no impacts file (built by
-    /// an older version), which the caller answers with tantivy's scoring.
+    /// an older version), which the lexical retriever refuses as incompatible.
     pub fn open(path: &Path) -> Result<Option<ImpactIndex>> {
         let bytes = match std::fs::read(path) {
             Ok(b) => b,
@@ -733,6 +733,95 @@ mod tests {
         std::fs::write(&path, header).unwrap();
         let err = ImpactIndex::open(&path).unwrap_err().to_string();
         assert!(err.contains("truncated"), "{err}");
+    }
+
+    /// tantivy's own scoring of the boosted fields (a dis-max with tie-breaker
+    /// 1 sums its clauses): the reference the impacts must reproduce. Query
+    /// time no longer has it; this test keeps the proof.
+    fn tantivy_top(
+        dir: &Path,
+        boosts: &FieldBoosts,
+        terms: &[String],
+        limit: usize,
+    ) -> Vec<(u32, f32)> {
+        use tantivy::query::{BoostQuery, DisjunctionMaxQuery, Query, TermQuery};
+        let index = Index::open_in_dir(dir).unwrap();
+        let searcher = index.reader().unwrap().searcher();
+        let (_, fields) = super::super::lexical::schema();
+        let mut clauses: Vec<Box<dyn Query>> = vec![];
+        for term in terms {
+            for (field, boost) in weighted_fields(&fields, boosts) {
+                let q = TermQuery::new(
+                    Term::from_field_text(field, term),
+                    IndexRecordOption::WithFreqs,
+                );
+                clauses.push(Box::new(BoostQuery::new(Box::new(q), boost)));
+            }
+        }
+        let query = DisjunctionMaxQuery::with_tie_breaker(clauses, 1.0);
+        let top = searcher
+            .search(
+                &query,
+                &tantivy::collector::TopDocs::with_limit(limit).order_by_score(),
+            )
+            .unwrap();
+        top.into_iter()
+            .map(|(score, addr)| {
+                let ords = searcher
+                    .segment_reader(addr.segment_ord)
+                    .fast_fields()
+                    .u64("ord")
+                    .unwrap();
+                (ords.first(addr.doc_id).unwrap() as u32, score)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn impacts_rank_as_tantivy_scores_every_field() {
+        let tools_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tools");
+        let reg = crate::registry::Registry::load(&[tools_dir], &Default::default()).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let lexical_dir = dir.path().join("lexical");
+        super::super::lexical::write(&lexical_dir, reg.tools()).unwrap();
+        let analyzer = crate::search::lexical::LexicalRetriever::analyse_with;
+        for boosts in [
+            FieldBoosts::default(),
+            FieldBoosts {
+                description: 0.75,
+                params: 0.3,
+                ..FieldBoosts::default()
+            },
+        ] {
+            let out = dir.path().join(FILE);
+            write(&lexical_dir, &boosts, &out).unwrap();
+            let ix = ImpactIndex::open(&out).unwrap().unwrap();
+            for q in [
+                "show me what's in /etc/hosts",
+                "open the PNG at /home/ana/logo.png and give me its bytes",
+                "what time is it in Tokyo",
+                "commit my staged changes with a message",
+                "list the files in the project folder, then search them for TODO",
+                "zzzz qqqq",
+            ] {
+                let terms = analyzer(q);
+                let (a, b) = (
+                    ix.search(&terms, 30, None),
+                    tantivy_top(&lexical_dir, &boosts, &terms, 30),
+                );
+                assert_eq!(a.len(), b.len(), "{q}");
+                for (x, y) in a.iter().zip(&b) {
+                    // Impacts are stored in 16 bits: scores agree to a few
+                    // thousandths, and tools swap places only on such near-ties.
+                    let tolerance = 2e-3 * y.1.max(1.0);
+                    assert!((x.1 - y.1).abs() <= tolerance, "{q}: {x:?} vs {y:?}");
+                    if x.0 != y.0 {
+                        let twin = b.iter().find(|h| h.0 == x.0).expect("same tools");
+                        assert!((twin.1 - y.1).abs() <= tolerance, "{q}: {x:?} vs {y:?}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -1,21 +1,24 @@
-//! The lexical side: one tantivy document per tool, BM25 over separate fields
-//! with per-field boosts, and a tokenizer that splits identifiers.
+//! The lexical side of the write path: one tantivy document per tool, the
+//! fields BM25 weighs with per-field boosts, and the analyser (a tokenizer that
+//! splits identifiers, then lowercasing and stemming).
+//!
+//! tantivy is the analyser, the statistics and the document store; it does not
+//! score queries. [`super::impact`] reads this index once at build time and
+//! turns it into the impact lists that the lexical retriever
+//! ([`crate::search::lexical`]) scores with.
 
 use std::path::Path;
 
-use tantivy::query::{
-    BooleanQuery, BoostQuery, ConstScoreQuery, DisjunctionMaxQuery, Occur, Query, TermQuery,
-};
 use tantivy::schema::{
     Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions, STRING,
 };
 use tantivy::tokenizer::{
     LowerCaser, RemoveLongFilter, Stemmer, TextAnalyzer, Token, TokenStream, Tokenizer,
 };
-use tantivy::{Index, IndexReader, ReloadPolicy, TantivyDocument, Term};
+use tantivy::{Index, TantivyDocument};
 
 use crate::error::{Error, Result};
-use crate::registry::{parameter_texts, split_identifier, ToolDef};
+use crate::registry::{identifier_parts, parameter_texts, split_identifier, ToolDef};
 
 /// The name the analyzer is registered under.
 const ANALYZER: &str = "toolrag";
@@ -23,16 +26,6 @@ const ANALYZER: &str = "toolrag";
 /// The most distinct terms a query contributes; longer queries are cut, so a
 /// megabyte of text cannot build a megabyte query.
 pub const MAX_QUERY_TERMS: usize = 64;
-
-/// Up to this many documents, a query's term clauses are scored as a plain
-/// union; above it, as a boolean query, which tantivy runs with block-max WAND.
-/// WAND re-sorts dozens of term scorers at every pivot and skipped too little
-/// to pay for it at every size measured: lexical p50 with 600 bfcl queries was
-/// 0.36 vs 1.11 ms at 3,258 tools (bfcl), 0.4 vs 1.0 ms at 10k and 1.6 vs
-/// 4.0 ms at 100k synthetic tools (BENCHMARKS.md, "What each change bought").
-/// So the union is used at every size; `search.unionMaxDocs` can bring WAND
-/// back for a registry large enough to measure otherwise.
-pub const UNION_MAX_DOCS: u64 = u64::MAX;
 
 /// Per-field BM25 boosts. Chosen by measurement on the dev datasets; see
 /// BENCHMARKS.md.
@@ -61,12 +54,10 @@ pub struct FieldBoosts {
 
 impl Default for FieldBoosts {
     fn default() -> Self {
-        // Every query term becomes one clause per field with a boost above
-        // zero, so each field costs latency. The description and parameters
-        // are in `all` already; their own fields bought nothing on the dev
-        // datasets or the golden set and cost a third of the lexical p50
+        // The description and parameters are in `all` already; their own
+        // fields bought nothing on the dev datasets or the golden set
         // (BENCHMARKS.md, "What each change bought"), so they are off by
-        // default and can be turned on in toolrag.toml.
+        // default. Boosts are baked into the impacts at build time.
         FieldBoosts {
             name: 0.5,
             summary: 0.5,
@@ -177,32 +168,7 @@ impl Tokenizer for IdentTokenizer {
             });
             position += 1;
         };
-        let chars: Vec<(usize, char)> = text.char_indices().collect();
-        let mut i = 0;
-        while i < chars.len() {
-            if !chars[i].1.is_alphanumeric() {
-                i += 1;
-                continue;
-            }
-            let mut start = i;
-            let mut j = i + 1;
-            while j < chars.len() && chars[j].1.is_alphanumeric() {
-                let (p, c) = (chars[j - 1].1, chars[j].1);
-                let next_lower = chars.get(j + 1).is_some_and(|n| n.1.is_lowercase());
-                let boundary = (p.is_lowercase() && c.is_uppercase())
-                    || (p.is_uppercase() && c.is_uppercase() && next_lower)
-                    || (p.is_alphabetic() && c.is_numeric())
-                    || (p.is_numeric() && c.is_alphabetic());
-                if boundary {
-                    push(chars[start].0, chars[j].0, &mut self.tokens);
-                    start = j;
-                }
-                j += 1;
-            }
-            let end = chars.get(j).map_or(text.len(), |c| c.0);
-            push(chars[start].0, end, &mut self.tokens);
-            i = j;
-        }
+        identifier_parts(text, |from, to| push(from, to, &mut self.tokens));
         IdentTokenStream {
             tokens: &mut self.tokens,
             next: 0,
@@ -210,7 +176,8 @@ impl Tokenizer for IdentTokenizer {
     }
 }
 
-fn analyzer() -> TextAnalyzer {
+/// The analyser of every text field and of queries.
+pub(crate) fn analyzer() -> TextAnalyzer {
     TextAnalyzer::builder(IdentTokenizer::default())
         .filter(RemoveLongFilter::limit(48))
         .filter(LowerCaser)
@@ -275,207 +242,6 @@ pub(crate) fn write(dir: &Path, tools: &[ToolDef]) -> Result<()> {
     Ok(())
 }
 
-/// An opened lexical index, ready for concurrent queries.
-pub struct LexicalIndex {
-    index: Index,
-    reader: IndexReader,
-    fields: Fields,
-    boosts: FieldBoosts,
-    union_max_docs: u64,
-    /// The precomputed impacts, when the index has them for these boosts.
-    impacts: Option<super::impact::ImpactIndex>,
-}
-
-impl std::fmt::Debug for LexicalIndex {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LexicalIndex")
-            .field("boosts", &self.boosts)
-            .field("impacts", &self.impacts)
-            .finish()
-    }
-}
-
-/// Restricts lexical hits to some namespaces and tags.
-#[derive(Debug, Default, Clone)]
-pub struct LexicalFilter<'a> {
-    /// Any of these namespaces (empty: all).
-    pub namespaces: &'a [String],
-    /// Any of these tags (empty: all).
-    pub tags: &'a [String],
-}
-
-impl LexicalIndex {
-    /// Opens the lexical index in `dir`, scoring as a plain union up to
-    /// `union_max_docs` documents and with block-max WAND above (see
-    /// [`UNION_MAX_DOCS`]). With `impacts` (computed for these boosts), a
-    /// query reads those instead of scoring every field (see
-    /// [`super::impact`]); the ranking is the same.
-    pub fn open(
-        dir: &Path,
-        boosts: FieldBoosts,
-        union_max_docs: u64,
-        impacts: Option<super::impact::ImpactIndex>,
-    ) -> Result<LexicalIndex> {
-        let index = Index::open_in_dir(dir).map_err(terr)?;
-        index.tokenizers().register(ANALYZER, analyzer());
-        let reader = index
-            .reader_builder()
-            .reload_policy(ReloadPolicy::Manual)
-            .try_into()
-            .map_err(terr)?;
-        let (_, fields) = schema();
-        Ok(LexicalIndex {
-            index,
-            reader,
-            fields,
-            boosts,
-            union_max_docs,
-            impacts,
-        })
-    }
-
-    /// The analysed terms of `text`, distinct, at most [`MAX_QUERY_TERMS`].
-    pub fn analyse(&self, text: &str) -> Vec<String> {
-        let mut a = self
-            .index
-            .tokenizers()
-            .get(ANALYZER)
-            .expect("registered on open");
-        let mut stream = a.token_stream(text);
-        let mut out: Vec<String> = Vec::new();
-        while let Some(tok) = stream.next() {
-            if !out.iter().any(|t| t == &tok.text) {
-                out.push(tok.text.clone());
-                if out.len() == MAX_QUERY_TERMS {
-                    break;
-                }
-            }
-        }
-        out
-    }
-
-    /// The top `limit` tools for `text` by boosted BM25: `(tool ordinal, score)`.
-    /// User text is plain text: no query syntax is interpreted.
-    ///
-    /// `filter` restricts the tantivy query; `keep` restricts the impact
-    /// search (see [`LexicalIndex::open`]), which has no fields to filter on.
-    /// Pass both for the same restriction.
-    pub fn search(
-        &self,
-        text: &str,
-        limit: usize,
-        filter: &LexicalFilter<'_>,
-        keep: Option<&dyn Fn(u32) -> bool>,
-    ) -> Result<Vec<(u32, f32)>> {
-        if limit == 0 {
-            return Ok(vec![]);
-        }
-        let terms = self.analyse(text);
-        if terms.is_empty() {
-            return Ok(vec![]);
-        }
-        if let Some(impacts) = &self.impacts {
-            return Ok(impacts.search(&terms, limit, keep));
-        }
-        let f = &self.fields;
-        let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::new();
-        for term in &terms {
-            for (field, boost) in weighted_fields(f, &self.boosts) {
-                let q = TermQuery::new(
-                    Term::from_field_text(field, term),
-                    IndexRecordOption::WithFreqs,
-                );
-                should.push((Occur::Should, Box::new(BoostQuery::new(Box::new(q), boost))));
-            }
-        }
-        let searcher = self.reader.searcher();
-        let text_query: Box<dyn Query> = if searcher.num_docs() <= self.union_max_docs {
-            // A dis-max with tie-breaker 1 scores the sum of its clauses, as the
-            // boolean query does, but runs as a plain union instead of
-            // block-max WAND (see UNION_MAX_DOCS).
-            let clauses = should.into_iter().map(|(_, q)| q).collect();
-            Box::new(DisjunctionMaxQuery::with_tie_breaker(clauses, 1.0))
-        } else {
-            Box::new(BooleanQuery::new(should))
-        };
-        let query: Box<dyn Query> = if filter.namespaces.is_empty() && filter.tags.is_empty() {
-            text_query
-        } else {
-            let mut must: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, text_query)];
-            for (values, field) in [
-                (filter.namespaces, f.namespace_raw),
-                (filter.tags, f.tag_raw),
-            ] {
-                if values.is_empty() {
-                    continue;
-                }
-                let any: Vec<(Occur, Box<dyn Query>)> = values
-                    .iter()
-                    .map(|v| {
-                        let q: Box<dyn Query> = Box::new(TermQuery::new(
-                            Term::from_field_text(field, v),
-                            IndexRecordOption::Basic,
-                        ));
-                        (Occur::Should, q)
-                    })
-                    .collect();
-                // A filter restricts and must not score: BM25 of the
-                // namespace or tag term would add to every kept tool's score
-                // (and not always the same amount), which the impact search
-                // does not do.
-                must.push((
-                    Occur::Must,
-                    Box::new(ConstScoreQuery::new(Box::new(BooleanQuery::new(any)), 0.0)),
-                ));
-            }
-            Box::new(BooleanQuery::new(must))
-        };
-        let top = searcher
-            .search(
-                &query,
-                &tantivy::collector::TopDocs::with_limit(limit).order_by_score(),
-            )
-            .map_err(terr)?;
-        // One "ord" column per segment, opened once per search, not per hit.
-        let mut columns: Vec<Option<tantivy::columnar::Column<u64>>> =
-            vec![None; searcher.segment_readers().len()];
-        let mut out = Vec::with_capacity(top.len());
-        for (score, addr) in top {
-            let slot = &mut columns[addr.segment_ord as usize];
-            if slot.is_none() {
-                *slot = Some(
-                    searcher
-                        .segment_reader(addr.segment_ord)
-                        .fast_fields()
-                        .u64("ord")
-                        .map_err(terr)?,
-                );
-            }
-            let ord = slot
-                .as_ref()
-                .and_then(|c| c.first(addr.doc_id))
-                .unwrap_or(0);
-            out.push((ord as u32, score));
-        }
-        Ok(out)
-    }
-
-    /// Whether queries read precomputed impacts.
-    pub fn has_impacts(&self) -> bool {
-        self.impacts.is_some()
-    }
-
-    /// The number of documents.
-    pub fn len(&self) -> u64 {
-        self.reader.searcher().num_docs()
-    }
-
-    /// Whether the index holds no documents.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -499,6 +265,27 @@ mod tests {
         assert_eq!(tokens("math.sum#283188eb"), ["math", "sum", "283188", "eb"]);
         // No stop-word list: short tool words survive.
         assert_eq!(tokens("cd to the up dir"), ["cd", "to", "the", "up", "dir"]);
+    }
+
+    #[test]
+    fn the_tokenizer_splits_as_split_identifier() {
+        for text in [
+            "getHTTPCode_v2.list",
+            "read_text_files utf8 math.sum#283188eb",
+            "XMLHttpRequest2Go ÀÉtéÉ ǅemo ß-straße",
+            "a/b kebab-case  __x__ 12ab34 A1B2",
+            "",
+            "…—",
+        ] {
+            let mut t = IdentTokenizer::default();
+            let mut s = t.token_stream(text);
+            let mut raw = vec![];
+            while let Some(tok) = s.next() {
+                assert_eq!(&text[tok.offset_from..tok.offset_to], tok.text);
+                raw.push(tok.text.to_lowercase());
+            }
+            assert_eq!(raw, split_identifier(text), "{text}");
+        }
     }
 
     #[test]

@@ -23,7 +23,7 @@ pub use model::{
     Annotations, Boundary, EdgeCase, Example, Source, SourceFormat, ToolDef, HANDLE_SCHEME,
 };
 
-pub(crate) use text::cut_chars;
+pub(crate) use text::{cut_chars, identifier_parts};
 pub use text::{document_text, parameter_texts, split_identifier};
 
 use crate::error::{Error, LoadError, LoadErrors, Location, Result};

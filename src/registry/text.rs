@@ -14,26 +14,42 @@ use super::model::ToolDef;
 /// ```
 pub fn split_identifier(s: &str) -> Vec<String> {
     let mut words = Vec::new();
-    for part in s.split(|c: char| !c.is_alphanumeric()) {
-        let chars: Vec<char> = part.chars().collect();
-        let mut start = 0;
-        for i in 1..chars.len() {
-            let (p, c) = (chars[i - 1], chars[i]);
-            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
+    identifier_parts(s, |from, to| words.push(s[from..to].to_lowercase()));
+    words
+}
+
+/// The identifier parts of `s`, as byte ranges `from..to`, in order: the
+/// runs of letters and digits, each cut where the case or the kind of
+/// character changes (see [`split_identifier`]). The one splitter of toolrag:
+/// the BM25 tokenizer reads the same parts.
+pub(crate) fn identifier_parts(s: &str, mut part: impl FnMut(usize, usize)) {
+    let chars: Vec<(usize, char)> = s.char_indices().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        if !chars[i].1.is_alphanumeric() {
+            i += 1;
+            continue;
+        }
+        let mut start = i;
+        let mut j = i + 1;
+        while j < chars.len() && chars[j].1.is_alphanumeric() {
+            let (p, c) = (chars[j - 1].1, chars[j].1);
+            // A lowercase character is alphanumeric, so looking past the
+            // end of the run finds none.
+            let next_lower = chars.get(j + 1).is_some_and(|n| n.1.is_lowercase());
             let boundary = (p.is_lowercase() && c.is_uppercase())
                 || (p.is_uppercase() && c.is_uppercase() && next_lower)
                 || (p.is_alphabetic() && c.is_numeric())
                 || (p.is_numeric() && c.is_alphabetic());
             if boundary {
-                words.push(chars[start..i].iter().collect::<String>().to_lowercase());
-                start = i;
+                part(chars[start].0, chars[j].0);
+                start = j;
             }
+            j += 1;
         }
-        if start < chars.len() {
-            words.push(chars[start..].iter().collect::<String>().to_lowercase());
-        }
+        part(chars[start].0, chars.get(j).map_or(s.len(), |c| c.0));
+        i = j;
     }
-    words
 }
 
 /// Parameter names and descriptions, depth-first in schema order through

@@ -15,6 +15,94 @@ pub const PLAN_SCHEMA: &str = include_str!("../../spec/khipu-plan.schema.json");
 /// The longest a candidate note may be, in characters.
 pub const MAX_NOTE_CHARS: usize = 200;
 
+/// Declares a string enum of the contract: serde names, `as_str`, `Display`
+/// and `FromStr` all use the contract's spelling.
+macro_rules! contract_enum {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $text:literal,)+ }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        pub enum $name {
+            $($(#[$vdoc])* #[serde(rename = $text)] $variant,)+
+        }
+
+        impl $name {
+            /// Every value, in the contract's order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The contract's spelling.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text,)+
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = crate::error::Error;
+            fn from_str(s: &str) -> crate::error::Result<$name> {
+                $name::ALL
+                    .iter()
+                    .copied()
+                    .find(|v| v.as_str() == s)
+                    .ok_or_else(|| {
+                        crate::error::Error::InvalidInput(format!(
+                            "`{s}` is not a {} of the Khipu contract",
+                            stringify!($name)
+                        ))
+                    })
+            }
+        }
+    };
+}
+
+contract_enum! {
+    /// The metadata shape of a candidate's node (`nodeKind`).
+    NodeKind {
+        /// A thing that can be used: every tool.
+        Artifact = "ARTIFACT",
+        /// A claim.
+        Claim = "CLAIM",
+        /// An edge between nodes.
+        Edge = "EDGE",
+        /// An index node.
+        Index = "INDEX",
+        /// A summary node.
+        Summary = "SUMMARY",
+    }
+}
+
+contract_enum! {
+    /// A handle's honesty tier (`label`).
+    Label {
+        /// Measured.
+        Measured = "MEASURED",
+        /// Reported by someone else.
+        Reported = "REPORTED",
+        /// Declared by its author: every registry tool.
+        Declared = "DECLARED",
+        /// Simulated.
+        Simulated = "SIMULATED",
+        /// Unknown.
+        Unknown = "UNKNOWN",
+        /// Unavailable.
+        Unavailable = "UNAVAILABLE",
+    }
+}
+
+contract_enum! {
+    /// What the plan model may see (`contentAccess`).
+    ContentAccess {
+        /// Handles and routing metadata only, never node content.
+        HandlesOnly = "HANDLES_ONLY",
+    }
+}
+
 /// One offered handle, exactly as the contract defines it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -22,9 +110,9 @@ pub struct Candidate {
     /// `tool://<id>`.
     pub node_id: String,
     /// Always `ARTIFACT` for a tool.
-    pub node_kind: String,
+    pub node_kind: NodeKind,
     /// `DECLARED` for registry tools: the tool's card is what its author declared.
-    pub label: String,
+    pub label: Label,
     /// Short routing metadata: namespace, tags, the one-line summary.
     pub note: String,
 }
@@ -45,14 +133,14 @@ pub struct Retrieval {
     pub abstain_reason: Option<String>,
 }
 
-/// A candidate's ranks in each retriever.
+/// A candidate's rank in each retriever that found it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Ranks {
-    /// BM25 rank, 1-based.
-    pub lexical: Option<u32>,
-    /// Dense rank, 1-based.
-    pub dense: Option<u32>,
+    /// Rank (1-based) by retriever id (`dense`, `lexical`, ...), sorted by
+    /// id; a retriever that did not find the tool is absent.
+    pub retrievers: std::collections::BTreeMap<String, u32>,
     /// Whether the candidate was pinned.
     pub pinned: bool,
 }
@@ -64,7 +152,7 @@ pub struct CandidateSet {
     /// The request.
     pub query: String,
     /// Always `HANDLES_ONLY`: the model sees handles and metadata, never content.
-    pub content_access: String,
+    pub content_access: ContentAccess,
     /// The offered handles, best first.
     pub candidates: Vec<Candidate>,
     /// How they were found.
@@ -100,8 +188,8 @@ pub fn note(tool: &ToolDef) -> String {
 pub fn candidate(tool: &ToolDef) -> Candidate {
     Candidate {
         node_id: tool.handle(),
-        node_kind: "ARTIFACT".into(),
-        label: "DECLARED".into(),
+        node_kind: NodeKind::Artifact,
+        label: Label::Declared,
         note: note(tool),
     }
 }
@@ -119,8 +207,11 @@ pub fn candidate_set<'a>(
         candidates.push(candidate(t));
         scores.push(h.score);
         ranks.push(Ranks {
-            lexical: h.lexical_rank,
-            dense: h.dense_rank,
+            retrievers: h
+                .retrievers
+                .iter()
+                .map(|(r, e)| (r.to_string(), e.rank))
+                .collect(),
             pinned: h.pinned,
         });
     }
@@ -139,7 +230,7 @@ pub fn candidate_set<'a>(
     };
     CandidateSet {
         query: result.query.clone(),
-        content_access: "HANDLES_ONLY".into(),
+        content_access: ContentAccess::HandlesOnly,
         candidates,
         retrieval: Retrieval {
             mode: result.mode,

@@ -1,33 +1,49 @@
 //! The read path: a [`Searcher`] opens an index once, as an immutable snapshot,
-//! and answers concurrent queries with hybrid BM25 + dense retrieval.
+//! and answers concurrent queries with its [`Retriever`]s (BM25 and dense by
+//! default), fused.
+//!
+//! A search runs: filter → retrieve with each retriever of the mode → fuse →
+//! pins → decide.
 
 mod clauses;
+pub mod dense;
 mod fusion;
 pub mod khipu;
+pub mod lexical;
 mod request;
+mod retriever;
 
-use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use serde::Deserialize as _;
 
 pub use clauses::clause_spans;
-pub use fusion::{fuse, Fusion};
-pub use request::{Decision, Hit, Mode, SearchRequest, SearchResult};
+pub use fusion::{fuse, Fusion, List, Normalise, Ranked};
+pub use request::{
+    Decision, Evidence, Hit, Mode, RetrieverEvidence, SearchRequest, SearchResult, UnknownMode,
+    DEFAULT_K,
+};
+pub use retriever::{Keep, Retriever};
 
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
-use crate::index::dense::DenseIndex;
-use crate::index::lexical::{LexicalFilter, LexicalIndex};
 use crate::index::{current_generation, Manifest, ModelInfo};
 use crate::registry::cut_chars;
 use crate::registry::ToolDef;
 
-/// Queries are cut to this many characters before anything else.
+/// Queries are cut to this many characters before anything else. The one
+/// query-length cap of toolrag: front ends validate against it too.
 pub const MAX_QUERY_CHARS: usize = 4096;
 
-/// Tuning of retrieval and abstaining.
+/// Tuning of retrieval and abstaining: the user settings of `[search]`.
+/// Engine internals (scan thresholds, the HNSW `ef`) are constants of the
+/// index, and BM25 boosts are a build setting recorded in the manifest.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+#[non_exhaustive]
+// The private field refuses `[search].boosts`; it is not a marker.
+#[allow(clippy::manual_non_exhaustive)]
 pub struct SearchConfig {
     /// How deep each retriever goes before fusion.
     pub depth: usize,
@@ -41,8 +57,6 @@ pub struct SearchConfig {
     pub clause_depth: usize,
     /// How many query embeddings to keep in the LRU cache (0: no cache).
     pub query_cache: usize,
-    /// BM25 field boosts; `None` uses the ones recorded in the index.
-    pub boosts: Option<crate::index::lexical::FieldBoosts>,
     /// ABSTAIN when the best tool's dense cosine is below this (dense/hybrid).
     /// 0.30 keeps 90% of answerable golden requests and abstains on about half
     /// of the out-of-scope ones (BENCHMARKS.md, "Abstain").
@@ -51,21 +65,26 @@ pub struct SearchConfig {
     /// BM25 scores do not separate out-of-scope requests (measured AUROC below
     /// 0.5 on the golden set), so the default only abstains when nothing matches.
     pub min_lexical: f32,
-    /// Up to this many tools, BM25 scores a query's term clauses as a plain
-    /// union; above it, with tantivy's block-max WAND (see
-    /// [`crate::index::lexical::UNION_MAX_DOCS`]).
-    pub union_max_docs: u64,
-    /// Dense search scans every vector exactly up to this many points and
-    /// walks the HNSW graph above (see
-    /// [`crate::index::dense::EXACT_MAX_POINTS`]).
-    pub exact_max_points: usize,
-    /// Above `exact_max_points`, dense search scans one-bit codes up to this
-    /// many points and walks the HNSW graph above (see
-    /// [`crate::index::dense::SCAN_MAX_POINTS`]).
-    pub scan_max_points: usize,
-    /// The HNSW candidate list size per query vector; 0 picks it from the
-    /// search depth.
-    pub hnsw_ef: usize,
+    /// `boosts` was a query-time setting; it is refused with a message that
+    /// says to set it where the index is built and rebuild.
+    #[serde(
+        rename = "boosts",
+        default,
+        skip_serializing,
+        deserialize_with = "refuse_query_boosts"
+    )]
+    refused_boosts: (),
+}
+
+/// `[search].boosts` is no longer a query-time setting: the impacts bake the
+/// boosts in at build time.
+fn refuse_query_boosts<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<(), D::Error> {
+    serde::de::IgnoredAny::deserialize(d)?;
+    Err(serde::de::Error::custom(
+        "`boosts` is a build setting, recorded in the index: set it where the index is built and rebuild it with `toolrag index`",
+    ))
 }
 
 impl Default for SearchConfig {
@@ -77,16 +96,15 @@ impl Default for SearchConfig {
             clause_penalty: 0.0,
             clause_depth: 10,
             query_cache: 1024,
-            boosts: None,
             min_dense: 0.30,
             min_lexical: 0.0,
-            union_max_docs: crate::index::lexical::UNION_MAX_DOCS,
-            exact_max_points: crate::index::dense::EXACT_MAX_POINTS,
-            scan_max_points: crate::index::dense::SCAN_MAX_POINTS,
-            hnsw_ef: 0,
+            refused_boosts: (),
         }
     }
 }
+
+/// One retriever's list for one search.
+type Retrieved<'s> = (&'s dyn Retriever, Vec<(u32, f32)>);
 
 /// An opened index: immutable, shareable across threads.
 pub struct Searcher {
@@ -95,14 +113,10 @@ pub struct Searcher {
     tools: Vec<ToolDef>,
     /// Tool ordinal by id, for handles and pins.
     by_id: std::collections::HashMap<String, u32>,
-    /// Dense points per tool on average (tool text plus examples), rounded
-    /// up, 1 to 3: how much deeper than the search depth the dense side asks
-    /// for points, so that a tool's several points do not crowd others out.
-    points_per_tool: usize,
-    lexical: LexicalIndex,
-    dense: Option<DenseIndex>,
-    embedder: Option<Arc<dyn Embedder>>,
-    cache: Mutex<lru::LruCache<String, Arc<Vec<Vec<f32>>>>>,
+    /// The registered retrievers, in fusion order: lexical first, then dense.
+    retrievers: Vec<Arc<dyn Retriever>>,
+    /// The dense retriever, also in `retrievers`, for [`Searcher::embed_query`].
+    dense: Option<Arc<dense::DenseRetriever>>,
     config: SearchConfig,
 }
 
@@ -111,7 +125,10 @@ impl std::fmt::Debug for Searcher {
         f.debug_struct("Searcher")
             .field("dir", &self.dir)
             .field("tools", &self.tools.len())
-            .field("dense", &self.dense.is_some())
+            .field(
+                "retrievers",
+                &self.retrievers.iter().map(|r| r.id()).collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
@@ -119,7 +136,8 @@ impl std::fmt::Debug for Searcher {
 impl Searcher {
     /// Opens the live generation of the index in `dir`. Pass the embedder to
     /// enable dense and hybrid modes; it must be the model the index was built
-    /// with, or opening fails with [`Error::IncompatibleIndex`].
+    /// with, or opening fails with [`Error::IncompatibleIndex`], as it does for
+    /// a generation without the BM25 impacts.
     pub fn open(
         dir: &Path,
         embedder: Option<Arc<dyn Embedder>>,
@@ -146,51 +164,56 @@ impl Searcher {
                 manifest.counts.tools
             )));
         }
-        // The impacts were computed with the build's boosts; other boosts
-        // from the configuration are scored by tantivy field by field.
-        let boosts = config.boosts.unwrap_or(manifest.boosts);
-        let impacts = if boosts == manifest.boosts {
-            crate::index::impact::ImpactIndex::open(&gen.join(crate::index::impact::FILE))?
-        } else {
-            None
-        };
-        let lexical =
-            LexicalIndex::open(&gen.join("lexical"), boosts, config.union_max_docs, impacts)?;
-        let dense = if manifest.lexical_only || embedder.is_none() {
-            None
-        } else {
-            Some(DenseIndex::open(
+        let mut retrievers: Vec<Arc<dyn Retriever>> = vec![Arc::new(
+            lexical::LexicalRetriever::open(&gen, config.min_lexical)?,
+        )];
+        let dense = match embedder {
+            Some(e) if !manifest.lexical_only => Some(Arc::new(dense::DenseRetriever::open(
                 &gen,
-                crate::index::dense::DenseOptions {
-                    exact_max_points: config.exact_max_points,
-                    scan_max_points: config.scan_max_points,
-                    ef: config.hnsw_ef,
-                },
-            )?)
+                tools.len(),
+                e,
+                &config,
+            )?)),
+            _ => None,
         };
+        if let Some(d) = &dense {
+            retrievers.push(d.clone());
+        }
         let by_id = tools
             .iter()
             .enumerate()
             .map(|(i, t)| (t.id.clone(), i as u32))
             .collect();
-        let points_per_tool = dense
-            .as_ref()
-            .map_or(1, |d| d.points().len().div_ceil(tools.len().max(1)))
-            .clamp(1, 3);
         Ok(Searcher {
             dir: gen,
             manifest,
             tools,
             by_id,
-            points_per_tool,
-            lexical,
+            retrievers,
             dense,
-            embedder,
-            cache: Mutex::new(lru::LruCache::new(
-                NonZeroUsize::new(config.query_cache.max(1)).expect("non-zero"),
-            )),
             config,
         })
+    }
+
+    /// Registers one more retriever, fused after the others in hybrid mode.
+    /// Its id must not be one already registered.
+    pub fn with_retriever(mut self, retriever: Arc<dyn Retriever>) -> Result<Searcher> {
+        if self.retriever(retriever.id()).is_some() {
+            return Err(Error::InvalidInput(format!(
+                "a retriever `{}` is registered already",
+                retriever.id()
+            )));
+        }
+        self.retrievers.push(retriever);
+        Ok(self)
+    }
+
+    /// The registered retriever `id`.
+    pub fn retriever(&self, id: &str) -> Option<&dyn Retriever> {
+        self.retrievers
+            .iter()
+            .find(|r| r.id() == id)
+            .map(|r| r.as_ref())
     }
 
     /// The generation folder this searcher reads.
@@ -210,7 +233,7 @@ impl Searcher {
 
     /// Whether dense and hybrid modes are available.
     pub fn has_dense(&self) -> bool {
-        self.dense.is_some() && self.embedder.is_some()
+        self.dense.is_some()
     }
 
     /// The tool with this id or handle.
@@ -224,32 +247,70 @@ impl Searcher {
     /// The embeddings of `query`: the whole request, then one per clause when
     /// clause vectors are on. From the LRU cache when the query was seen before.
     pub fn embed_query(&self, query: &str) -> Result<Arc<Vec<Vec<f32>>>> {
-        let e = self
-            .embedder
+        self.dense
             .as_ref()
-            .ok_or_else(|| Error::InvalidInput("dense search needs the embedding model".into()))?;
-        if let Some(v) = self
-            .cache
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(query)
-        {
-            return Ok(v.clone());
+            .ok_or_else(|| Error::InvalidInput("dense search needs the embedding model".into()))?
+            .embed_query(query)
+    }
+
+    /// Answers one request: filter → retrieve with each retriever of the
+    /// mode → fuse → pins → decide.
+    pub fn search(&self, req: &SearchRequest) -> Result<SearchResult> {
+        let query = cut_chars(req.query.trim(), MAX_QUERY_CHARS);
+        if query.is_empty() {
+            return Err(Error::InvalidInput("the query is empty".into()));
         }
-        let spans = if self.config.clause_vectors {
-            clause_spans(query)
-        } else {
-            vec![]
-        };
-        let v = Arc::new(e.embed_query_parts(query, &spans)?);
-        if self.config.query_cache == 0 {
-            return Ok(v);
+        let pins = self.pins(req)?;
+        let mode = self.serving_mode(req.mode)?;
+        let k = req.k.min(self.tools.len());
+        let depth = self.config.depth.max(k);
+        let keep = self.keep(req);
+        let keep: Option<Keep<'_>> = req.is_filtered().then_some(&keep as Keep<'_>);
+
+        let lists = self.retrieve(mode, query, depth, keep)?;
+        let ranked = self.fuse(&lists);
+        let hits = self.hits(&ranked, &lists, &pins, k);
+        let (confidence, decision, abstain_reason) = self.decide(mode, query, &ranked, &lists);
+        Ok(SearchResult {
+            query: req.query.clone(),
+            mode,
+            hits,
+            decision,
+            abstain_reason,
+            confidence,
+        })
+    }
+
+    /// The ordinals of the pinned tools, each once; an unknown one is an error.
+    fn pins(&self, req: &SearchRequest) -> Result<Vec<u32>> {
+        let mut pins = Vec::new();
+        for p in &req.pin {
+            let id = p.strip_prefix(crate::registry::HANDLE_SCHEME).unwrap_or(p);
+            let ord = *self
+                .by_id
+                .get(id)
+                .ok_or_else(|| Error::InvalidInput(format!("unknown pinned tool `{p}`")))?;
+            if !pins.contains(&ord) {
+                pins.push(ord);
+            }
         }
-        self.cache
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .put(query.to_string(), v.clone());
-        Ok(v)
+        Ok(pins)
+    }
+
+    /// The mode this searcher can serve for `asked`: hybrid falls back to
+    /// lexical without a dense side; dense without one is an error.
+    fn serving_mode(&self, asked: Mode) -> Result<Mode> {
+        match asked {
+            Mode::Hybrid if !self.has_dense() => Ok(Mode::Lexical),
+            Mode::Dense if !self.has_dense() => {
+                Err(Error::InvalidInput(if self.manifest.lexical_only {
+                    "this index is lexical-only: rebuild it with the model for dense search".into()
+                } else {
+                    "dense search needs the embedding model (see --model-dir)".into()
+                }))
+            }
+            m => Ok(m),
+        }
     }
 
     fn keep(&self, req: &SearchRequest) -> impl Fn(u32) -> bool + '_ {
@@ -267,126 +328,60 @@ impl Searcher {
         }
     }
 
-    /// Answers one request.
-    pub fn search(&self, req: &SearchRequest) -> Result<SearchResult> {
-        let query = cut_chars(req.query.trim(), MAX_QUERY_CHARS);
-        if query.is_empty() {
-            return Err(Error::InvalidInput("the query is empty".into()));
-        }
-        let mut pins = Vec::new();
-        for p in &req.pin {
-            let id = p.strip_prefix(crate::registry::HANDLE_SCHEME).unwrap_or(p);
-            let ord = *self
-                .by_id
-                .get(id)
-                .ok_or_else(|| Error::InvalidInput(format!("unknown pinned tool `{p}`")))?;
-            if !pins.contains(&ord) {
-                pins.push(ord);
-            }
-        }
-        let mode = match req.mode {
-            Mode::Hybrid if !self.has_dense() => Mode::Lexical,
-            Mode::Dense if !self.has_dense() => {
-                return Err(Error::InvalidInput(if self.manifest.lexical_only {
-                    "this index is lexical-only: rebuild it with the model for dense search".into()
-                } else {
-                    "dense search needs the embedding model (see --model-dir)".into()
-                }))
-            }
-            m => m,
-        };
-        let k = req.k.min(self.tools.len());
-        let depth = self.config.depth.max(k);
-        let keep = self.keep(req);
-        let keep_dyn: &dyn Fn(u32) -> bool = &keep;
-        let filtered = !req.namespaces.is_empty()
-            || !req.tags.is_empty()
-            || req.read_only
-            || req.exclude_destructive;
+    /// Each of the mode's retrievers' lists, in registration order.
+    fn retrieve<'s>(
+        &'s self,
+        mode: Mode,
+        query: &str,
+        depth: usize,
+        keep: Option<Keep<'_>>,
+    ) -> Result<Vec<Retrieved<'s>>> {
+        self.retrievers
+            .iter()
+            .filter(|r| mode.uses(r.id()))
+            .map(|r| Ok((r.as_ref(), r.retrieve(query, depth, keep)?)))
+            .collect()
+    }
 
-        let lexical: Vec<(u32, f32)> = if mode == Mode::Dense {
-            vec![]
-        } else {
-            let lf = LexicalFilter {
-                namespaces: &req.namespaces,
-                tags: &req.tags,
-            };
-            // tantivy cannot filter on annotations: ask it for more and
-            // filter after. The impact search filters as it ranks.
-            let extra = if (req.read_only || req.exclude_destructive) && !self.lexical.has_impacts()
-            {
-                4
-            } else {
-                1
-            };
-            let mut l =
-                self.lexical
-                    .search(query, depth * extra, &lf, filtered.then_some(keep_dyn))?;
-            if filtered {
-                l.retain(|(o, _)| keep(*o));
-            }
-            l.truncate(depth);
-            l
-        };
-        let dense: Vec<(u32, f32)> = if mode == Mode::Lexical {
-            vec![]
-        } else {
-            let vectors = self.embed_query(query)?;
-            let d = self.dense.as_ref().expect("has_dense checked");
-            // Several points per tool (examples) and several query vectors
-            // (clauses): look deeper by the points a tool has on average,
-            // keep each tool's best similarity.
-            let mut best: std::collections::HashMap<u32, f32> = std::collections::HashMap::new();
-            let clause_depth = match self.config.clause_depth {
-                0 => depth,
-                c => c.min(depth),
-            };
-            let queries: Vec<(&[f32], usize)> = vectors
-                .iter()
-                .enumerate()
-                .map(|(i, v)| {
-                    let d = if i == 0 { depth } else { clause_depth };
-                    (v.as_slice(), d * self.points_per_tool)
-                })
-                .collect();
-            let found = d.search_many(&queries, filtered.then_some(keep_dyn));
-            for (i, hits) in found.into_iter().enumerate() {
-                let penalty = if i == 0 {
-                    0.0
-                } else {
-                    self.config.clause_penalty
-                };
-                for (p, sim) in hits {
-                    let tool = d.points()[p].tool;
-                    let s = sim - penalty;
-                    let e = best.entry(tool).or_insert(f32::MIN);
-                    if s > *e {
-                        *e = s;
-                    }
-                }
-            }
-            let mut best: Vec<(u32, f32)> = best.into_iter().collect();
-            best.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-            best.truncate(depth);
-            best
-        };
-        let ranked: Vec<(u32, f32)> = match mode {
-            Mode::Lexical => lexical.clone(),
-            Mode::Dense => dense.clone(),
-            Mode::Hybrid => fuse(self.config.fusion, &lexical, &dense),
-        };
-        let confidence = self.confidence(mode, query, &lexical, &dense);
+    /// One list is the ranking as it is; several are fused.
+    fn fuse(&self, lists: &[Retrieved<'_>]) -> Vec<(u32, f32)> {
+        if let [(_, only)] = lists {
+            return only.clone();
+        }
+        let fusion = self.config.fusion;
+        let tagged: Vec<List<'_>> = lists
+            .iter()
+            .map(|(r, ranked)| List {
+                retriever: r.id(),
+                normalise: r.normalise(),
+                weight: r.weight(&fusion),
+                ranked,
+            })
+            .collect();
+        fuse(fusion, &tagged)
+    }
+
+    /// The top `k` of `ranked`, with each retriever's evidence; pinned tools
+    /// that did not make it take the last places, with score 0.
+    fn hits(
+        &self,
+        ranked: &[(u32, f32)],
+        lists: &[Retrieved<'_>],
+        pins: &[u32],
+        k: usize,
+    ) -> Vec<Hit> {
         let hit = |ord: u32, score: f32, pinned: bool| -> Hit {
             let t = &self.tools[ord as usize];
-            let lr = lexical.iter().position(|(o, _)| *o == ord);
-            let dr = dense.iter().position(|(o, _)| *o == ord);
+            let mut retrievers = RetrieverEvidence::default();
+            for (r, list) in lists {
+                if let Some(i) = list.iter().position(|(o, _)| *o == ord) {
+                    retrievers.insert(r.id(), Evidence::new(i as u32 + 1, list[i].1));
+                }
+            }
             Hit {
                 id: t.id.clone(),
                 score,
-                lexical_rank: lr.map(|r| r as u32 + 1),
-                lexical_score: lr.map(|r| lexical[r].1),
-                dense_rank: dr.map(|r| r as u32 + 1),
-                dense_score: dr.map(|r| dense[r].1),
+                retrievers,
                 pinned,
                 summary: t.summary.clone(),
             }
@@ -403,71 +398,44 @@ impl Searcher {
             .map(|&(o, s)| hit(o, s, pins.contains(&o)))
             .collect();
         hits.extend(missing_pins.iter().map(|&o| hit(o, 0.0, true)));
-
-        let (decision, abstain_reason) = self.decide(mode, confidence, &ranked, &lexical, &dense);
-        Ok(SearchResult {
-            query: req.query.clone(),
-            mode,
-            hits,
-            decision,
-            abstain_reason,
-            confidence,
-        })
+        hits
     }
 
-    /// The evidence that the best tool fits: the best dense cosine (dense and
-    /// hybrid), or the best BM25 score per query term (lexical).
-    fn confidence(
-        &self,
-        mode: Mode,
-        query: &str,
-        lexical: &[(u32, f32)],
-        dense: &[(u32, f32)],
-    ) -> f32 {
-        match mode {
-            Mode::Lexical => {
-                let terms = self.lexical.analyse(query).len().max(1) as f32;
-                lexical.first().map_or(0.0, |x| x.1 / terms.sqrt())
-            }
-            _ => dense.first().map_or(0.0, |x| x.1),
-        }
-    }
-
+    /// The confidence (from the mode's evidence retriever, see
+    /// [`Mode::evidence`]) and the decision taken on it.
     fn decide(
         &self,
         mode: Mode,
-        confidence: f32,
+        query: &str,
         ranked: &[(u32, f32)],
-        lexical: &[(u32, f32)],
-        dense: &[(u32, f32)],
-    ) -> (Decision, Option<String>) {
+        lists: &[Retrieved<'_>],
+    ) -> (f32, Decision, Option<String>) {
+        let Some((judge, list)) = lists.iter().find(|(r, _)| r.id() == mode.evidence()) else {
+            return (0.0, Decision::Abstain, Some("no retriever ran".into()));
+        };
+        let confidence = judge.confidence(query, list);
         if ranked.is_empty() {
             return (
+                confidence,
                 Decision::Abstain,
                 Some("no tool in the index matches any word of the request".into()),
             );
         }
-        let (threshold, what) = match mode {
-            Mode::Lexical => (self.config.min_lexical, "BM25 per query term"),
-            _ => (self.config.min_dense, "cosine"),
-        };
+        let threshold = judge.min_confidence();
         if confidence >= threshold {
-            return (Decision::Navigate, None);
+            return (confidence, Decision::Navigate, None);
         }
-        let source = if mode == Mode::Lexical {
-            lexical
-        } else {
-            dense
-        };
-        let misses: Vec<String> = source
+        let misses: Vec<String> = list
             .iter()
             .take(3)
             .map(|(o, s)| format!("tool://{} ({s:.2})", self.tools[*o as usize].id))
             .collect();
         (
+            confidence,
             Decision::Abstain,
             Some(format!(
-                "no tool is close enough: best {what} {confidence:.2} is below {threshold:.2}; nearest misses: {}",
+                "no tool is close enough: best {} {confidence:.2} is below {threshold:.2}; nearest misses: {}",
+                judge.confidence_name(),
                 misses.join(", ")
             )),
         )

@@ -552,8 +552,8 @@ fn candidates() -> impl Strategy<Value = Vec<Candidate>> {
                 .zip(f)
                 .map(|(id, (kind, label, note))| Candidate {
                     node_id: id.clone(),
-                    node_kind: kind.into(),
-                    label: label.into(),
+                    node_kind: kind.parse().unwrap(),
+                    label: label.parse().unwrap(),
                     note,
                 })
                 .collect()

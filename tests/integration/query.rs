@@ -501,57 +501,191 @@ fn copy_index(from: &Path, to: &Path) {
 }
 
 #[test]
-fn precomputed_impacts_rank_as_tantivy_scores_every_field() {
+fn a_generation_without_impacts_is_refused_as_incompatible() {
     let gen = toolrag::index::current_generation(shipped_index()).unwrap();
     assert!(gen.join(toolrag::index::impact::FILE).is_file());
-    // The same index without its impacts file: tantivy scores each field.
     let copy = tempfile::tempdir().unwrap();
     copy_index(shipped_index(), copy.path());
     let copied_gen = toolrag::index::current_generation(copy.path()).unwrap();
     std::fs::remove_file(copied_gen.join(toolrag::index::impact::FILE)).unwrap();
-    let with = Searcher::open(shipped_index(), None, SearchConfig::default()).unwrap();
-    let without = Searcher::open(copy.path(), None, SearchConfig::default()).unwrap();
-    let queries = [
-        "show me what's in /etc/hosts",
-        "open the PNG at /home/ana/logo.png and give me its bytes",
-        "what time is it in Tokyo",
-        "commit my staged changes with a message",
-        "remember that Ana prefers tea",
-        "fetch https://example.com and give me markdown",
-        "list the files in the project folder, then search them for TODO",
-        "zzzz qqqq",
-    ];
-    for q in queries {
-        for namespaces in [vec![], vec!["filesystem".to_string()]] {
-            let r = |s: &Searcher| {
-                s.search(&SearchRequest {
-                    mode: Mode::Lexical,
-                    namespaces: namespaces.clone(),
-                    ..req(q, 30)
-                })
-                .unwrap()
-                .hits
-            };
-            let (a, b) = (r(&with), r(&without));
-            assert_eq!(a.len(), b.len(), "{q}");
-            for (x, y) in a.iter().zip(&b) {
-                // Impacts are stored in 16 bits: scores agree to a few
-                // thousandths, and tools swap places only on such near-ties.
-                let tolerance = 2e-3 * y.score.max(1.0);
-                assert!(
-                    (x.score - y.score).abs() <= tolerance,
-                    "{q}: {x:?} vs {y:?}"
-                );
-                if x.id != y.id {
-                    let twin = b.iter().find(|h| h.id == x.id).expect("same tools");
-                    assert!(
-                        (twin.score - y.score).abs() <= tolerance,
-                        "{q}: {x:?} vs {y:?}"
-                    );
-                }
-            }
-        }
+    let err = Searcher::open(copy.path(), None, SearchConfig::default()).unwrap_err();
+    assert!(
+        matches!(err, toolrag::Error::IncompatibleIndex { .. }),
+        "{err:?}"
+    );
+    let msg = err.to_string();
+    assert!(
+        msg.contains("impacts.bin") && msg.contains("Rebuild it with `toolrag index`"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn a_query_time_boost_is_refused_with_a_rebuild_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("toolrag.toml");
+    std::fs::write(&cfg, "[search.boosts]\nname = 2.0\n").unwrap();
+    toolrag()
+        .args(["query", "what time is it", "--config"])
+        .arg(&cfg)
+        .arg("--index")
+        .arg(shipped_index())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("build setting").and(predicate::str::contains("rebuild")));
+    // The boosts the index was built with are the only ones it scores with.
+    let s = searcher();
+    toolrag::search::lexical::check_boosts(s.generation(), s.manifest(), &Default::default())
+        .unwrap();
+    let other = toolrag::index::lexical::FieldBoosts {
+        name: 2.0,
+        ..Default::default()
+    };
+    let err =
+        toolrag::search::lexical::check_boosts(s.generation(), s.manifest(), &other).unwrap_err();
+    assert!(
+        matches!(err, toolrag::Error::IncompatibleIndex { .. }),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn hits_carry_each_retrievers_evidence() {
+    let q = "show me what's in /etc/hosts";
+    let hybrid = searcher().search(&req(q, 5)).unwrap();
+    let lexical = searcher()
+        .search(&SearchRequest {
+            mode: Mode::Lexical,
+            ..req(q, 50)
+        })
+        .unwrap();
+    let dense = searcher()
+        .search(&SearchRequest {
+            mode: Mode::Dense,
+            ..req(q, 50)
+        })
+        .unwrap();
+    let top = &hybrid.hits[0];
+    for (id, single) in [("lexical", &lexical), ("dense", &dense)] {
+        let e = top
+            .retrievers
+            .get(id)
+            .unwrap_or_else(|| panic!("{id}: {top:?}"));
+        // The evidence is the tool's rank and raw score in that retriever's list.
+        let at = single.hits.iter().position(|h| h.id == top.id).unwrap();
+        assert_eq!(e.rank as usize, at + 1, "{id}");
+        assert_eq!(e.score, single.hits[at].score, "{id}");
     }
+    // A single-retriever mode has that retriever's evidence only.
+    assert!(lexical
+        .hits
+        .iter()
+        .all(|h| h.retrievers.len() == 1 && h.retrievers.rank("lexical").is_some()));
+    assert!(dense
+        .hits
+        .iter()
+        .all(|h| h.retrievers.len() == 1 && h.retrievers.rank("dense").is_some()));
+    let json = serde_json::to_value(top).unwrap();
+    assert!(json["retrievers"]["lexical"]["rank"].is_u64(), "{json}");
+    assert!(json["retrievers"]["dense"]["score"].is_f64(), "{json}");
+    assert!(json.get("lexicalRank").is_none(), "{json}");
+    let set =
+        serde_json::to_value(khipu::candidate_set(&hybrid, |id| searcher().tool(id))).unwrap();
+    assert_eq!(
+        set["retrieval"]["ranks"][0]["retrievers"]["lexical"],
+        json["retrievers"]["lexical"]["rank"]
+    );
+}
+
+/// A test-only retriever: the same list for every query.
+struct Constant(Vec<(u32, f32)>);
+
+impl toolrag::search::Retriever for Constant {
+    fn id(&self) -> &str {
+        "constant"
+    }
+    fn normalise(&self) -> toolrag::search::Normalise {
+        toolrag::search::Normalise::ByTop
+    }
+    fn weight(&self, _: &toolrag::search::Fusion) -> f32 {
+        2.0
+    }
+    fn retrieve(
+        &self,
+        _query: &str,
+        depth: usize,
+        keep: Option<toolrag::search::Keep<'_>>,
+    ) -> toolrag::Result<Vec<(u32, f32)>> {
+        Ok(self
+            .0
+            .iter()
+            .copied()
+            .filter(|(o, _)| keep.is_none_or(|k| k(*o)))
+            .take(depth)
+            .collect())
+    }
+}
+
+#[test]
+fn a_new_retriever_is_one_impl_plus_registering_it() {
+    let e: Arc<dyn toolrag::embed::Embedder> = Arc::new(fresh_embedder());
+    let q = "what time is it in Tokyo right now";
+    let base = searcher().search(&req(q, 8)).unwrap();
+    // A tool the request does not point at: the constant list lifts it.
+    let lifted = "memory/open_nodes";
+    assert!(!ids(&base).contains(&lifted), "{:?}", ids(&base));
+    let ord = searcher()
+        .tools()
+        .iter()
+        .position(|t| t.id == lifted)
+        .unwrap() as u32;
+    let with = Searcher::open(shipped_index(), Some(e), SearchConfig::default())
+        .unwrap()
+        .with_retriever(Arc::new(Constant(vec![(ord, 5.0)])))
+        .unwrap();
+    let r = with.search(&req(q, 8)).unwrap();
+    // Fused with the other two: its weight 2 beats any lexical + dense sum (at most 1).
+    assert_eq!(r.hits[0].id, lifted, "{:?}", ids(&r));
+    let e = r.hits[0].retrievers.get("constant").unwrap();
+    assert_eq!((e.rank, e.score), (1, 5.0));
+    assert!(r.hits[0].score >= 2.0, "{}", r.hits[0].score);
+    // Everything else keeps its place and its fused score.
+    let rest: Vec<(&str, f32)> = r.hits[1..]
+        .iter()
+        .map(|h| (h.id.as_str(), h.score))
+        .collect();
+    let before: Vec<(&str, f32)> = base.hits[..7]
+        .iter()
+        .map(|h| (h.id.as_str(), h.score))
+        .collect();
+    assert_eq!(rest, before);
+    assert!(r.hits[1..]
+        .iter()
+        .all(|h| h.retrievers.get("constant").is_none()));
+    // The lexical and dense modes are their own retriever only.
+    for mode in [Mode::Lexical, Mode::Dense] {
+        let m = with.search(&SearchRequest { mode, ..req(q, 8) }).unwrap();
+        assert!(m
+            .hits
+            .iter()
+            .all(|h| h.retrievers.get("constant").is_none()));
+    }
+    // The filter applies to it too.
+    let filtered = with
+        .search(&SearchRequest {
+            namespaces: vec!["time".into()],
+            ..req(q, 8)
+        })
+        .unwrap();
+    assert!(!ids(&filtered).contains(&lifted), "{:?}", ids(&filtered));
+    // Ids are unique.
+    let e: Arc<dyn toolrag::embed::Embedder> = Arc::new(fresh_embedder());
+    let twice = Searcher::open(shipped_index(), Some(e), SearchConfig::default())
+        .unwrap()
+        .with_retriever(Arc::new(Constant(vec![])))
+        .unwrap()
+        .with_retriever(Arc::new(Constant(vec![])));
+    assert!(twice.is_err());
 }
 
 #[test]

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{bail, Context};
+use clap::builder::{PossibleValuesParser, TypedValueParser as _};
 use clap::{Args, ValueEnum};
 use toolrag::embed::Embedder;
 use toolrag::eval::{Check, EvalReport, Threshold};
@@ -78,7 +79,8 @@ pub struct EvalArgs {
     /// with a note, when the index is lexical-only or there is no model.
     #[arg(
         long,
-        value_enum,
+        value_parser = PossibleValuesParser::new(Mode::NAMES)
+            .map(|m| m.parse::<Mode>().unwrap_or_default()),
         value_delimiter = ',',
         default_value = "lexical,dense,hybrid"
     )]
