@@ -20,10 +20,7 @@ fn shipped_index() -> &'static Path {
         let dir = tempfile::tempdir().unwrap();
         let reg = Registry::load(&[shipped_tools()], &LoadOptions::default()).unwrap();
         let e = fresh_embedder();
-        let opts = BuildOptions {
-            out: dir.path().to_path_buf(),
-            boosts: Default::default(),
-        };
+        let opts = BuildOptions::new(dir.path());
         build(reg, Some(BuildModel::Loaded(&e)), &opts, &|_| {}).unwrap();
         dir
     })
