@@ -5,9 +5,12 @@
 //! hnsw_rs ties a loaded graph's lifetime to its loader ([`HnswIo`]); here
 //! the two live together in one [`Graph`] (a `self_cell`), so the loader is
 //! freed with the index it serves. Loading damaged files can panic inside
-//! hnsw_rs, and some damage makes it exit the process: the generation's
-//! checksums are verified before the graph is opened, and a panic left is
-//! turned into [`Error::Corrupt`].
+//! hnsw_rs (a truncated `dense.hnsw.graph`: an `unwrap` on a short read),
+//! which becomes [`Error::Corrupt`]; other damage makes it exit the process
+//! (a truncated `dense.hnsw.data`: "ERROR loading point", then
+//! `process::exit(1)`), which nothing here can stop. So a graph must only be
+//! opened once the generation's checksums have been verified
+//! (`Manifest::read`), as `Searcher::open` does.
 
 use std::path::Path;
 
