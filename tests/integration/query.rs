@@ -506,6 +506,15 @@ fn precomputed_impacts_rank_as_tantivy_scores_every_field() {
     copy_index(shipped_index(), copy.path());
     let copied_gen = toolrag::index::current_generation(copy.path()).unwrap();
     std::fs::remove_file(copied_gen.join(toolrag::index::impact::FILE)).unwrap();
+    // And without its checksum entry, or the generation is refused as damaged.
+    let manifest = copied_gen.join("manifest.json");
+    let mut m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    m["files"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|f| f["path"] != toolrag::index::impact::FILE);
+    std::fs::write(&manifest, m.to_string()).unwrap();
     let with = Searcher::open(shipped_index(), None, SearchConfig::default()).unwrap();
     let without = Searcher::open(copy.path(), None, SearchConfig::default()).unwrap();
     let queries = [
