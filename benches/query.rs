@@ -55,10 +55,7 @@ fn bfcl_index() -> PathBuf {
         },
     )
     .unwrap();
-    let opts = BuildOptions {
-        out: out.clone(),
-        boosts: Default::default(),
-    };
+    let opts = BuildOptions::new(out.clone());
     build(reg, Some(BuildModel::Loaded(&e)), &opts, &|_| {}).expect("bfcl index builds");
     out
 }

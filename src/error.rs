@@ -95,6 +95,20 @@ pub enum Error {
     #[error("the index is damaged: {0}")]
     Index(String),
 
+    /// A file of an index generation is missing, or its size or checksum is
+    /// not the one its manifest records, or its content cannot be what toolrag
+    /// wrote. The generation is refused rather than misread.
+    #[error(
+        "the index file {} is damaged: {reason}.\n  Rebuild the index with `toolrag index`.",
+        path.display()
+    )]
+    Corrupt {
+        /// The damaged file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+
     /// A request to the library was invalid (an empty query, a bad option).
     #[error("{0}")]
     InvalidInput(String),

@@ -14,6 +14,16 @@ use clap::Parser;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Returns mimalloc's freed pages to the operating system. The library cannot
+/// know the binary's allocator; the index build tells when it has just freed a
+/// lot (`BuildProgress::MemoryFreed`), and `toolrag index` calls this then.
+pub(crate) fn release_allocator_memory() {
+    // SAFETY: mi_collect only frees mimalloc's own unused pages.
+    unsafe {
+        libmimalloc_sys::mi_collect(true);
+    }
+}
+
 fn main() -> ExitCode {
     let args = cli::Cli::parse();
     init_tracing(args.verbose);

@@ -12,9 +12,9 @@ use super::{ModelArgs, RegistryArgs};
 /// Build (or incrementally rebuild) the index of a tool registry.
 ///
 /// The index holds BM25 fields (tantivy) and dense vectors (one per tool and
-/// one per example request) in an HNSW graph. A rebuild embeds only new and
-/// changed texts, and the new index is swapped in atomically: a killed build
-/// leaves the previous index intact.
+/// one per example request; above 300,000 of them, in an HNSW graph too). A
+/// rebuild embeds only new and changed texts, and the new index is swapped in
+/// atomically: a killed build leaves the previous index intact.
 ///
 /// Examples:
 ///   toolrag index                                   # tools/ -> index/
@@ -62,17 +62,19 @@ pub fn run(args: IndexArgs) -> anyhow::Result<ExitCode> {
     } else {
         args.model.model_for_build()?
     };
-    let opts = BuildOptions {
-        out: args.out.clone(),
-        boosts: Default::default(),
-    };
+    let mut opts = BuildOptions::new(args.out.clone());
+    opts.fail_point = Some(fail_point);
     let pb = progress_bar();
     let on_progress = |p: BuildProgress| {
+        if let BuildProgress::MemoryFreed = p {
+            crate::release_allocator_memory();
+        }
         if let Some(pb) = &pb {
             match p {
                 BuildProgress::EmbedStart { total } => pb.set_length(total as u64),
                 BuildProgress::Embedded { done } => pb.inc(done as u64),
                 BuildProgress::EmbedDone => pb.finish_and_clear(),
+                _ => {}
             }
         }
     };
@@ -83,4 +85,13 @@ pub fn run(args: IndexArgs) -> anyhow::Result<ExitCode> {
         eprintln!("{report}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Test hook: `TOOLRAG_FAIL_AT=<name>` aborts the process at the build's
+/// fail point `name`, as a `kill -9` would, so the killed-build test is
+/// deterministic.
+fn fail_point(name: &str) {
+    if std::env::var("TOOLRAG_FAIL_AT").is_ok_and(|v| v == name) {
+        std::process::abort();
+    }
 }

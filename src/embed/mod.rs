@@ -11,7 +11,42 @@ mod model_dir;
 pub use fast::{EmbedOptions, FastEmbedder, TokenCounter};
 pub use model_dir::{ModelDir, MODEL_DIR_ENV};
 
-use crate::error::Result;
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+
+/// Documents are embedded this many at a time, in parallel chunks, so that
+/// an embedder with several sessions keeps every core busy and a caller's
+/// progress moves.
+pub const EMBED_CHUNK: usize = 64;
+
+/// Embeds `texts` as documents in parallel chunks of [`EMBED_CHUNK`], in
+/// order; `on_chunk(n)` is called as each chunk of `n` texts is done (from
+/// the worker threads, in no particular order). Fails on the first chunk the
+/// embedder fails on, or that comes back with a vector per text missing.
+/// The one embed loop of the index build and of lint's similarity rules.
+pub fn embed_documents_chunked(
+    embedder: &dyn Embedder,
+    texts: &[String],
+    on_chunk: &(dyn Fn(usize) + Sync),
+) -> Result<Vec<Vec<f32>>> {
+    let chunks: Vec<Vec<Vec<f32>>> = texts
+        .par_chunks(EMBED_CHUNK)
+        .map(|chunk| {
+            let vectors = embedder.embed_documents(chunk)?;
+            if vectors.len() != chunk.len() {
+                return Err(Error::Embed(format!(
+                    "the model gave {} vectors for {} texts",
+                    vectors.len(),
+                    chunk.len()
+                )));
+            }
+            on_chunk(chunk.len());
+            Ok(vectors)
+        })
+        .collect::<Result<_>>()?;
+    Ok(chunks.into_iter().flatten().collect())
+}
 
 /// Turns text into L2-normalised vectors.
 ///

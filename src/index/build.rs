@@ -10,30 +10,65 @@ use sha2::{Digest, Sha256};
 
 use super::dense::{self, Point, PointKind};
 use super::lexical::{self, FieldBoosts};
-use super::manifest::{Counts, Manifest, ModelInfo, ToolEntry, FORMAT_VERSION};
+use super::manifest::{
+    Counts, FileEntry, Manifest, ModelInfo, ToolEntry, FORMAT_VERSION, MANIFEST,
+};
 use super::{current_generation, publish, remove_stale_staging, BuildLock, STAGING_PREFIX};
-use crate::embed::Embedder;
+use crate::embed::{embed_documents_chunked, Embedder};
 use crate::error::{Error, Result};
 use crate::registry::{document_text, Registry, ToolDef};
 
-/// A text hash and its vector.
-type Embedded = ([u8; 16], Vec<f32>);
-
-/// Texts are embedded in chunks of this many, so progress moves and both cores
-/// work (one chunk per session).
-const EMBED_CHUNK: usize = 64;
-
 /// What to build and how.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct BuildOptions {
     /// The index folder (default `index/`).
     pub out: PathBuf,
     /// BM25 field boosts.
     pub boosts: FieldBoosts,
+    /// The HNSW graph is built and written only when the index has more
+    /// dense points than this (default [`dense::SCAN_MAX_POINTS`]: below it,
+    /// a scan of the vectors is faster and exact, and the graph would be
+    /// written for nothing). A searcher walks the graph exactly when the
+    /// generation has one; 0 forces a graph on any index with points.
+    pub graph_min_points: usize,
+    /// Called at named points of the build (`after-lexical`,
+    /// `after-vectors`, `before-publish`), for a caller that wants to stop
+    /// there: the binary's `TOOLRAG_FAIL_AT` test hook aborts the process,
+    /// as a `kill -9` would. The library itself never exits.
+    pub fail_point: Option<fn(&str)>,
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        BuildOptions {
+            out: PathBuf::from("index"),
+            boosts: FieldBoosts::default(),
+            graph_min_points: dense::SCAN_MAX_POINTS,
+            fail_point: None,
+        }
+    }
+}
+
+impl BuildOptions {
+    /// The default options for building into `out`.
+    pub fn new(out: impl Into<PathBuf>) -> BuildOptions {
+        BuildOptions {
+            out: out.into(),
+            ..BuildOptions::default()
+        }
+    }
+
+    fn fail_point(&self, name: &str) {
+        if let Some(f) = self.fail_point {
+            f(name);
+        }
+    }
 }
 
 /// Progress, reported to an optional callback.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub enum BuildProgress {
     /// `total` texts need embedding; none are done yet.
     EmbedStart {
@@ -47,6 +82,11 @@ pub enum BuildProgress {
     },
     /// Embedding is over; the rest is writing.
     EmbedDone,
+    /// A large share of the build's memory was just freed (the registry, the
+    /// vector cache). A caller whose allocator keeps freed pages resident
+    /// (the binary's mimalloc) may return them to the OS now, before the
+    /// next phase allocates.
+    MemoryFreed,
 }
 
 /// What a build did.
@@ -73,6 +113,8 @@ pub struct BuildReport {
     pub seconds: f64,
     /// Wall time spent embedding, in seconds.
     pub embed_seconds: f64,
+    /// Whether the generation has an HNSW graph.
+    pub graph: bool,
     /// The new generation folder.
     pub generation: PathBuf,
 }
@@ -157,8 +199,9 @@ fn previous_manifest(out: &Path) -> Previous {
 }
 
 /// The previous generation's vectors of the texts in `wanted`, by text hash,
-/// when it used the same model. Streamed from the file: only the vectors this
-/// build needs are kept.
+/// when it used the same model and its files pass their checksums (a damaged
+/// generation lends nothing: the build embeds from scratch). Streamed from
+/// the file: only the vectors this build needs are kept.
 fn previous_vectors(
     prev: &Previous,
     model: &ModelInfo,
@@ -171,8 +214,9 @@ fn previous_vectors(
     if p != model {
         return cache;
     }
-    let path = gen.join("vectors.bin");
+    let path = gen.join(dense::VECTORS_FILE);
     let mut read = || -> Result<()> {
+        Manifest::read(gen)?;
         let mut r = dense::VectorReader::open(&path)?;
         let dim = r.dim();
         if dim != model.dimension {
@@ -231,19 +275,19 @@ impl HeldEmbedder<'_> {
 
 /// Returns freed heap pages to the operating system. A registry is many small
 /// allocations; once it is dropped, the allocator keeps their pages resident
-/// unless asked, and the model loaded next would sit on top of them. Both
-/// allocators are asked: mimalloc (the binary's) and glibc's (ONNX Runtime's,
-/// and the library's when another binary links it with the system allocator).
-fn release_freed_memory() {
-    // SAFETY: mi_collect only frees mimalloc's own unused pages.
-    unsafe {
-        libmimalloc_sys::mi_collect(true);
-    }
+/// unless asked, and the model loaded next would sit on top of them. The
+/// library asks glibc's malloc, which ONNX Runtime uses whatever the Rust
+/// global allocator is (and which is the Rust one when the caller keeps the
+/// system allocator); then it tells the caller
+/// ([`BuildProgress::MemoryFreed`]), who knows its own allocator (the
+/// binary's mimalloc).
+fn release_freed_memory(progress: &(dyn Fn(BuildProgress) + Sync)) {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only walks the allocator's own free lists.
     unsafe {
         libc::malloc_trim(0);
     }
+    progress(BuildProgress::MemoryFreed);
 }
 
 /// Builds an index of `registry` into `opts.out`. With `model` `None` the
@@ -304,7 +348,7 @@ pub fn build(
 
     // Phase 1, from the registry: the texts to embed, the lexical index and
     // tools.json.
-    let (points, point_texts) = if lexical_only {
+    let (points, mut point_texts) = if lexical_only {
         (Vec::new(), Vec::new())
     } else {
         let texts: Vec<Vec<(PointKind, String)>> = tools.par_iter().map(tool_texts).collect();
@@ -333,13 +377,14 @@ pub fn build(
         })
         .collect();
     drop(registry);
-    release_freed_memory();
+    release_freed_memory(progress);
     super::impact::write(
         &staging.join("lexical"),
         &opts.boosts,
         &staging.join(super::impact::FILE),
     )?;
-    release_freed_memory();
+    release_freed_memory(progress);
+    opts.fail_point("after-lexical");
 
     // Phase 2, with the model: embed what the previous generation lacks and
     // write every point's vector.
@@ -371,24 +416,20 @@ pub fn build(
         drop(queued);
         progress(BuildProgress::EmbedStart { total: todo.len() });
         let t_embed = Instant::now();
-        let e = embedder.get();
-        let embedded: Vec<Result<Vec<Embedded>>> = todo
-            .par_chunks(EMBED_CHUNK)
-            .map(|chunk| {
-                let batch: Vec<String> =
-                    chunk.iter().map(|(i, _)| point_texts[*i].clone()).collect();
-                let vecs = e.embed_documents(&batch)?;
-                progress(BuildProgress::Embedded { done: chunk.len() });
-                Ok(chunk.iter().map(|(_, h)| *h).zip(vecs).collect())
-            })
+        // Each text to embed is used once more, here: moved, not copied.
+        let texts: Vec<String> = todo
+            .iter()
+            .map(|(i, _)| std::mem::take(&mut point_texts[*i]))
             .collect();
-        for chunk in embedded {
-            cache.extend(chunk?);
-        }
+        drop(point_texts);
+        let vectors = embed_documents_chunked(embedder.get(), &texts, &|done| {
+            progress(BuildProgress::Embedded { done })
+        })?;
+        drop(texts);
+        cache.extend(todo.iter().map(|(_, h)| *h).zip(vectors));
         report.embed_seconds = t_embed.elapsed().as_secs_f64();
         progress(BuildProgress::EmbedDone);
         drop(embedder);
-        drop(point_texts);
 
         // Each vector leaves the cache at its text's last use, so memory
         // shrinks as the file grows.
@@ -396,8 +437,11 @@ pub fn build(
         for p in &points {
             *uses.entry(p.text_hash).or_default() += 1;
         }
-        let mut writer =
-            dense::VectorWriter::create(&staging.join("vectors.bin"), info.dimension, &points)?;
+        let mut writer = dense::VectorWriter::create(
+            &staging.join(dense::VECTORS_FILE),
+            info.dimension,
+            &points,
+        )?;
         for p in &points {
             let left = uses.get_mut(&p.text_hash).expect("counted above");
             *left -= 1;
@@ -411,16 +455,21 @@ pub fn build(
         }
         writer.finish()?;
         drop(cache);
-        release_freed_memory();
+        release_freed_memory(progress);
         counts.points = points.len();
         counts.examples = points
             .iter()
             .filter(|p| p.kind == PointKind::Example)
             .count();
         drop(points);
+        opts.fail_point("after-vectors");
 
-        // Phase 3: the graph, streamed from vectors.bin.
-        dense::build_and_dump_hnsw(&staging)?;
+        // Phase 3: the graph, streamed from vectors.bin, only for an index
+        // too large to scan.
+        if counts.points > opts.graph_min_points {
+            dense::build_and_dump_hnsw(&staging)?;
+            report.graph = dense::has_graph(&staging);
+        }
         model_info = Some(info);
     }
 
@@ -432,13 +481,15 @@ pub fn build(
         built_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         boosts: opts.boosts,
         counts,
+        graph: report.graph,
         tools: entries,
+        files: file_entries(&staging)?,
     };
     // The manifest is written last: a generation without one is incomplete.
-    let manifest_path = staging.join("manifest.json");
+    let manifest_path = staging.join(MANIFEST);
     let bytes = serde_json::to_vec_pretty(&manifest).map_err(|e| Error::Index(e.to_string()))?;
     std::fs::write(&manifest_path, bytes).map_err(|e| Error::io(&manifest_path, e))?;
-    fail_point("before-publish");
+    opts.fail_point("before-publish");
     report.generation = publish(out, &staging)?;
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
@@ -467,10 +518,29 @@ fn write_tools_json(path: &Path, tools: &[ToolDef]) -> Result<()> {
     file.sync_all().map_err(|e| Error::io(path, e))
 }
 
-/// Test hook: `TOOLRAG_FAIL_AT=<name>` aborts the process at that point, as a
-/// `kill -9` would, so the killed-build test is deterministic.
-fn fail_point(name: &str) {
-    if std::env::var("TOOLRAG_FAIL_AT").is_ok_and(|v| v == name) {
-        std::process::abort();
+/// The size and checksum of every file under the generation folder `dir`
+/// but the manifest, sorted by path. tantivy's lock files are left out: a
+/// reader may create and remove them.
+fn file_entries(dir: &Path) -> Result<Vec<FileEntry>> {
+    let mut rels = Vec::new();
+    for e in walkdir::WalkDir::new(dir).sort_by_file_name() {
+        let e = e.map_err(|e| {
+            let path = e.path().unwrap_or(dir).to_path_buf();
+            Error::io(path, e.into())
+        })?;
+        if !e.file_type().is_file() {
+            continue;
+        }
+        let rel = e.path().strip_prefix(dir).expect("under the walked folder");
+        let rel: Vec<String> = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        let rel = rel.join("/");
+        if rel == MANIFEST || rel.ends_with(".lock") {
+            continue;
+        }
+        rels.push(rel);
     }
+    rels.par_iter().map(|rel| FileEntry::of(dir, rel)).collect()
 }

@@ -9,29 +9,42 @@
 //!   LOCK             held by a running build (advisory file lock)
 //!   CURRENT          the name of the live generation, replaced by rename
 //!   gen-000007/      one complete, immutable index generation:
-//!     manifest.json  format version, model, build time, tool ids and hashes, counts
+//!     manifest.json  format version, model, build time, tool ids and hashes,
+//!                    counts, whether there is a graph, and every other file
+//!                    of the generation with its size and CRC-32
 //!     tools.json     the normalised tools, in ordinal order
 //!     lexical/       the tantivy index
 //!     impacts.bin    each term's BM25 score per tool, precomputed from it
-//!     vectors.bin    raw vectors plus the point → tool map (absent when lexical-only)
-//!     dense.hnsw.*   the HNSW graph (hnsw_rs file_dump)
+//!     vectors.bin    versioned header, the point → tool map and the raw
+//!                    vectors (absent when lexical-only)
+//!     dense.hnsw.*   the HNSW graph (hnsw_rs file_dump), only above
+//!                    `BuildOptions::graph_min_points` points
 //!   .staging-*/      a build in progress; never read
 //! ```
 //!
-//! A build writes a staging folder, renames it to the next `gen-N`, then
-//! replaces `CURRENT` by renaming a temporary file over it. A build killed at any
-//! moment leaves the previous generation live and intact.
+//! A build writes a staging folder, records every file's size and checksum
+//! in its manifest (written last), renames it to the next `gen-N`, then
+//! replaces `CURRENT` by renaming a temporary file over it. A build killed at
+//! any moment leaves the previous generation live and intact. Opening a
+//! generation ([`Manifest::read`]) verifies every file first: a missing,
+//! resized or changed one is [`Error::Corrupt`] naming it.
+//!
+//! Modules: `build` (the write path), `manifest`, `codec` (the header of
+//! toolrag's own binary files), `lexical` and `impact` (BM25), `dense` (the
+//! vectors and their searches), `topk` (the best-k selection they share).
 
 mod build;
+pub(crate) mod codec;
 pub mod dense;
 pub mod impact;
 pub mod lexical;
 mod manifest;
+pub(crate) mod topk;
 
 use std::path::{Path, PathBuf};
 
 pub use build::{build, BuildModel, BuildOptions, BuildProgress, BuildReport};
-pub use manifest::{Counts, Manifest, ModelInfo, ToolEntry, FORMAT_VERSION};
+pub use manifest::{Counts, FileEntry, Manifest, ModelInfo, ToolEntry, FORMAT_VERSION};
 
 use crate::error::{Error, Result};
 

@@ -215,25 +215,19 @@ pub fn document_texts(registry: &Registry) -> Vec<String> {
     registry.tools().par_iter().map(document_text).collect()
 }
 
-/// Texts are embedded this many at a time, in parallel, so that an embedder
-/// with several sessions keeps every core busy.
-const EMBED_CHUNK: usize = 64;
-
 /// Embeds every tool's [`document_text`], in registry order, for
 /// [`LintContext::with_embeddings`](super::LintContext::with_embeddings).
 /// Texts are grouped by length first (batches pad to their longest text),
-/// then embedded in parallel chunks.
+/// then embedded in parallel chunks
+/// ([`embed_documents_chunked`](crate::embed::embed_documents_chunked)).
 pub fn embed_tools(registry: &Registry, embedder: &dyn Embedder) -> Result<Vec<Vec<f32>>> {
     let texts = document_texts(registry);
     let mut order: Vec<usize> = (0..texts.len()).collect();
     order.sort_by_key(|&i| texts[i].len());
     let sorted: Vec<String> = order.iter().map(|&i| texts[i].clone()).collect();
-    let chunks: Vec<Vec<Vec<f32>>> = sorted
-        .par_chunks(EMBED_CHUNK)
-        .map(|c| embedder.embed_documents(c))
-        .collect::<Result<_>>()?;
+    let vectors = crate::embed::embed_documents_chunked(embedder, &sorted, &|_| {})?;
     let mut out = vec![Vec::new(); texts.len()];
-    for (v, &i) in chunks.into_iter().flatten().zip(&order) {
+    for (v, &i) in vectors.into_iter().zip(&order) {
         out[i] = v;
     }
     Ok(out)

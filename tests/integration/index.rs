@@ -277,7 +277,7 @@ fn an_index_of_another_format_or_model_is_refused() {
     std::fs::write(&path, m.to_string()).unwrap();
     let err = Manifest::read(&gen).unwrap_err().to_string();
     assert!(
-        err.contains("index format 999") && err.contains("index format 2"),
+        err.contains("index format 999") && err.contains("index format 3"),
         "{err}"
     );
     toolrag()
@@ -314,3 +314,36 @@ fn lexical_only_index_works_and_says_so() {
 }
 
 use toolrag::embed::Embedder as _;
+
+/// The fail points a build passed, in order (the hook is a plain `fn`).
+static PASSED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+fn record_fail_point(name: &str) {
+    PASSED.lock().unwrap().push(name.to_string());
+}
+
+#[test]
+fn the_build_calls_the_callers_hooks_and_never_exits() {
+    let reg = toolrag::registry::Registry::load(
+        &[small_registry().path().to_path_buf()],
+        &Default::default(),
+    )
+    .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let mut opts = toolrag::index::BuildOptions::new(out.path());
+    opts.fail_point = Some(record_fail_point);
+    let freed = std::sync::atomic::AtomicUsize::new(0);
+    let progress = |p: toolrag::index::BuildProgress| {
+        if let toolrag::index::BuildProgress::MemoryFreed = p {
+            freed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    };
+    let model = toolrag::index::BuildModel::Loaded(embedder());
+    let report = toolrag::index::build(reg, Some(model), &opts, &progress).unwrap();
+    assert!(report.generation.is_dir() && !report.graph);
+    assert_eq!(
+        *PASSED.lock().unwrap(),
+        ["after-lexical", "after-vectors", "before-publish"]
+    );
+    assert_eq!(freed.load(std::sync::atomic::Ordering::Relaxed), 3);
+}

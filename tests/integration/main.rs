@@ -2,6 +2,7 @@
 
 mod cli_tools;
 mod common;
+mod corrupt;
 mod embed;
 mod eval;
 mod gate;

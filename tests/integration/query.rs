@@ -20,10 +20,7 @@ fn shipped_index() -> &'static Path {
         let dir = tempfile::tempdir().unwrap();
         let reg = Registry::load(&[shipped_tools()], &LoadOptions::default()).unwrap();
         let e = fresh_embedder();
-        let opts = BuildOptions {
-            out: dir.path().to_path_buf(),
-            boosts: Default::default(),
-        };
+        let opts = BuildOptions::new(dir.path());
         build(reg, Some(BuildModel::Loaded(&e)), &opts, &|_| {}).unwrap();
         dir
     })
@@ -508,6 +505,15 @@ fn a_generation_without_impacts_is_refused_as_incompatible() {
     copy_index(shipped_index(), copy.path());
     let copied_gen = toolrag::index::current_generation(copy.path()).unwrap();
     std::fs::remove_file(copied_gen.join(toolrag::index::impact::FILE)).unwrap();
+    // Also without its checksum entry: a listed file that is missing is damage.
+    let manifest = copied_gen.join("manifest.json");
+    let mut m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    m["files"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|f| f["path"] != toolrag::index::impact::FILE);
+    std::fs::write(&manifest, m.to_string()).unwrap();
     let err = Searcher::open(copy.path(), None, SearchConfig::default()).unwrap_err();
     assert!(
         matches!(err, toolrag::Error::IncompatibleIndex { .. }),

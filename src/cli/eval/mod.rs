@@ -251,10 +251,7 @@ fn build_temporary(
     } else {
         None
     };
-    let opts = toolrag::index::BuildOptions {
-        out: out.to_path_buf(),
-        boosts: Default::default(),
-    };
+    let opts = toolrag::index::BuildOptions::new(out);
     let report = toolrag::index::build(registry, model, &opts, &|_| {})?;
     eprintln!("toolrag: temporary index: {report}");
     query_embedder(out, &args.model)
