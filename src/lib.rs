@@ -31,6 +31,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod config;
 pub mod embed;
 mod error;
 pub mod eval;

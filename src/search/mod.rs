@@ -27,7 +27,7 @@ pub const MAX_QUERY_CHARS: usize = 4096;
 
 /// Tuning of retrieval and abstaining.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "kebab-case", deny_unknown_fields)]
 pub struct SearchConfig {
     /// How deep each retriever goes before fusion.
     pub depth: usize,
