@@ -2,6 +2,7 @@
 
 mod cli_tools;
 mod common;
+mod config;
 mod embed;
 mod eval;
 mod gate;
