@@ -868,7 +868,7 @@ confusable-dense = 0.9
         assert_eq!(e.key.as_deref(), Some("search.clause-vectors"));
         assert_eq!(e.line, Some(3));
         let e = err("[search]\nfusion = { kind = \"mean\" }\n");
-        assert_eq!(e.key.as_deref(), Some("search.fusion"), "{e}");
+        assert_eq!(e.key.as_deref(), Some("search.fusion.kind"), "{e}");
         let e = err("pinned = \"a/b\"\n");
         assert_eq!(e.key.as_deref(), Some("pinned"));
         let e = err("[lint]\nTR001 = \"loud\"\n");
