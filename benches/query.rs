@@ -80,13 +80,9 @@ fn search_config() -> SearchConfig {
     let Some(path) = std::env::var_os("TOOLRAG_BENCH_CONFIG") else {
         return SearchConfig::default();
     };
-    let text = std::fs::read_to_string(&path).expect("TOOLRAG_BENCH_CONFIG is readable");
-    let table: toml::Table = toml::from_str(&text).expect("TOOLRAG_BENCH_CONFIG is TOML");
-    table
-        .get("search")
-        .cloned()
-        .map(|s| s.try_into().expect("a valid [search] table"))
-        .unwrap_or_default()
+    toolrag::config::Config::from_file(std::path::Path::new(&path))
+        .unwrap_or_else(|e| panic!("TOOLRAG_BENCH_CONFIG: {e}"))
+        .search
 }
 
 fn bench(c: &mut Criterion) {

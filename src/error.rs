@@ -112,6 +112,10 @@ pub enum Error {
     /// A request to the library was invalid (an empty query, a bad option).
     #[error("{0}")]
     InvalidInput(String),
+
+    /// A configuration (`toolrag.toml`) is invalid: the file, line and key.
+    #[error("{0}")]
+    Config(crate::config::ConfigError),
 }
 
 impl Error {

@@ -92,6 +92,7 @@
 //! tokio, rmcp or prometheus.
 #![warn(missing_docs)]
 
+pub mod config;
 pub mod embed;
 mod error;
 pub mod eval;

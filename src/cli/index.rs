@@ -34,6 +34,10 @@ pub struct IndexArgs {
     /// Print the build report as JSON on stdout.
     #[arg(long)]
     json: bool,
+    /// The config file (default: ./toolrag.toml when present); its [index]
+    /// table holds the build settings (the BM25 field boosts).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
     #[command(flatten)]
     registry: RegistryArgs,
     #[command(flatten)]
@@ -56,6 +60,7 @@ fn progress_bar() -> Option<ProgressBar> {
 }
 
 pub fn run(args: IndexArgs) -> anyhow::Result<ExitCode> {
+    let config = super::Config::load(args.config.as_deref())?;
     let registry = args.registry.load(&args.paths)?;
     let embedder = if args.lexical_only {
         None
@@ -64,6 +69,7 @@ pub fn run(args: IndexArgs) -> anyhow::Result<ExitCode> {
     };
     let mut opts = BuildOptions::new(args.out.clone());
     opts.fail_point = Some(fail_point);
+    opts.boosts = config.index.boosts.unwrap_or_default();
     let pb = progress_bar();
     let on_progress = |p: BuildProgress| {
         if let BuildProgress::MemoryFreed = p {

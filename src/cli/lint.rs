@@ -1,7 +1,7 @@
 //! `toolrag lint`: review a registry's docstrings and report diagnostics.
 
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -96,12 +96,7 @@ impl From<Format> for OutputFormat {
 }
 
 fn load_config(args: &LintArgs) -> anyhow::Result<LintConfig> {
-    let default = Path::new(lint::CONFIG_FILE);
-    let mut config = match &args.config {
-        Some(p) => LintConfig::load(p)?,
-        None if default.is_file() => LintConfig::load(default)?,
-        None => LintConfig::default(),
-    };
+    let mut config = super::Config::load(args.config.as_deref())?.lint;
     if !args.select.is_empty() {
         config.select(&args.select)?;
     }

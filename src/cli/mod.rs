@@ -135,57 +135,9 @@ impl ModelArgs {
     }
 }
 
-/// The parts of `toolrag.toml` that the query side reads. Other tables (such
-/// as `[lint]`) belong to other commands and are ignored here.
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(default)]
-pub struct Config {
-    /// Tools always included in query results.
-    pub pinned: Vec<String>,
-    /// Retrieval tuning.
-    pub search: toolrag::search::SearchConfig,
-}
-
-impl Config {
-    /// Reads `path`, or `./toolrag.toml` when present, or the defaults.
-    pub fn load(path: Option<&std::path::Path>) -> anyhow::Result<Config> {
-        use anyhow::Context;
-        let default = std::path::Path::new("toolrag.toml");
-        let path = match path {
-            Some(p) => p,
-            None if default.is_file() => default,
-            None => return Ok(Config::default()),
-        };
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        #[derive(serde::Deserialize, Default)]
-        #[serde(default)]
-        struct Raw {
-            pinned: Vec<String>,
-            search: Option<RawSearch>,
-        }
-        #[derive(serde::Deserialize, Default)]
-        #[serde(default)]
-        struct RawSearch {
-            pinned: Vec<String>,
-            #[serde(flatten)]
-            rest: toml::Table,
-        }
-        let raw: Raw =
-            toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        let mut cfg = Config {
-            pinned: raw.pinned,
-            ..Config::default()
-        };
-        if let Some(s) = raw.search {
-            cfg.pinned.extend(s.pinned);
-            cfg.search = toml::Value::Table(s.rest)
-                .try_into()
-                .map_err(|e| anyhow::anyhow!("{}: [search]: {e}", path.display()))?;
-        }
-        Ok(cfg)
-    }
-}
+/// `toolrag.toml`, read and checked by the library's one loader
+/// ([`toolrag::config::Config::load`]): every command loads it this way.
+pub use toolrag::config::Config;
 
 /// Output format for listings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

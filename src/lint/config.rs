@@ -26,13 +26,16 @@ use serde::Deserialize;
 
 use super::rule::RuleInfo;
 use super::{rules, Diagnostic, Level};
+use crate::config::{did_you_mean, typed, Config, ConfigError, LINT_KEYS};
 use crate::error::{Error, Result};
 
-/// The config file looked for in the current directory.
-pub const CONFIG_FILE: &str = "toolrag.toml";
+/// The config file looked for in the current directory
+/// (the same as [`crate::config::FILE`]).
+pub const CONFIG_FILE: &str = crate::config::FILE;
 
-/// Numbers the rules compare against.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// Numbers the rules compare against; [`Thresholds::validate`] checks their
+/// ranges.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
 pub struct Thresholds {
     /// `missing-examples`: the fewest examples a tool may have.
@@ -131,12 +134,6 @@ pub struct LintConfig {
 }
 
 #[derive(Deserialize)]
-struct RawFile {
-    #[serde(default)]
-    lint: Option<RawLint>,
-}
-
-#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawIgnore {
     #[serde(default)]
@@ -147,18 +144,6 @@ struct RawIgnore {
     rules: Vec<String>,
 }
 
-#[derive(Deserialize)]
-struct RawLint {
-    #[serde(default)]
-    select: Option<Vec<String>>,
-    #[serde(default)]
-    ignore: Vec<RawIgnore>,
-    #[serde(default)]
-    thresholds: Thresholds,
-    #[serde(flatten)]
-    levels: BTreeMap<String, Level>,
-}
-
 fn invalid(message: String) -> Error {
     Error::InvalidInput(message)
 }
@@ -166,45 +151,77 @@ fn invalid(message: String) -> Error {
 fn known_rule(code_or_name: &str) -> Result<&'static RuleInfo> {
     rules::find_rule(code_or_name).ok_or_else(|| {
         invalid(format!(
-            "unknown lint rule `{code_or_name}` (`toolrag rule` lists them)"
+            "unknown lint rule `{code_or_name}` (`toolrag rule` lists them){}",
+            did_you_mean(code_or_name, rules::rules().map(|r| r.name))
         ))
     })
 }
 
 impl LintConfig {
-    /// Reads the `[lint]` table of a `toolrag.toml`. A file without one gives
-    /// the defaults.
-    pub fn load(path: &Path) -> Result<LintConfig> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-        LintConfig::parse(&text)
-            .map_err(|e| invalid(format!("{}: {}", path.display(), e.to_string().trim())))
-    }
-
-    /// Parses the text of a `toolrag.toml`.
-    pub fn parse(text: &str) -> Result<LintConfig> {
-        let raw: RawFile = toml::from_str(text).map_err(|e| invalid(e.to_string()))?;
-        let Some(raw) = raw.lint else {
-            return Ok(LintConfig::default());
-        };
-        let mut config = LintConfig {
-            thresholds: raw.thresholds,
-            ..LintConfig::default()
-        };
-        for (key, level) in raw.levels {
-            config.levels.insert(known_rule(&key)?.code, level);
-        }
-        config.select = raw
-            .select
-            .map(|s| s.iter().map(|r| known_rule(r).map(|i| i.code)).collect())
-            .transpose()?;
-        for i in raw.ignore {
-            config.ignore.push(IgnoreEntry::new(
-                i.path.as_deref(),
-                i.tool.as_deref(),
-                i.rules,
-            )?);
+    /// Builds the lint configuration from the `[lint]` table of a `toolrag.toml`
+    /// whose other keys [`crate::config`] has checked: every key that is not
+    /// `select`, `ignore` or `thresholds` is a rule (by name or code) with its
+    /// level. Errors name the key.
+    pub(crate) fn from_table(table: toml::Table) -> std::result::Result<LintConfig, ConfigError> {
+        // An error from checking a rule name or a glob, placed at `key`.
+        let at = |key: &str, e: Error| ConfigError::at(key, format!("`{key}`: {e}"));
+        let mut config = LintConfig::default();
+        for (key, value) in table {
+            let path = format!("lint.{key}");
+            match key.as_str() {
+                "select" => {
+                    let names: Vec<String> = typed(value, &path)?;
+                    let codes = names
+                        .iter()
+                        .map(|r| known_rule(r).map(|i| i.code))
+                        .collect::<Result<Vec<_>>>()
+                        .map_err(|e| at(&path, e))?;
+                    config.select = Some(codes);
+                }
+                "ignore" => {
+                    let entries: Vec<RawIgnore> = typed(value, &path)?;
+                    for (n, i) in entries.into_iter().enumerate() {
+                        let entry = IgnoreEntry::new(i.path.as_deref(), i.tool.as_deref(), i.rules)
+                            .map_err(|e| at(&format!("{path}[{n}]"), e))?;
+                        config.ignore.push(entry);
+                    }
+                }
+                "thresholds" => config.thresholds = typed(value, &path)?,
+                _ => {
+                    let Some(rule) = rules::find_rule(&key) else {
+                        return Err(ConfigError::at(
+                            path,
+                            format!(
+                                "unknown lint rule `{key}` in [lint] (`toolrag rule` lists them){}",
+                                did_you_mean(
+                                    &key,
+                                    LINT_KEYS
+                                        .iter()
+                                        .copied()
+                                        .chain(rules::rules().map(|r| r.name))
+                                )
+                            ),
+                        ));
+                    };
+                    let level: Level = typed(value, &path)?;
+                    config.levels.insert(rule.code, level);
+                }
+            }
         }
         Ok(config)
+    }
+
+    /// The `[lint]` table of the `toolrag.toml` at `path`, read by
+    /// [`Config::from_file`], so the whole file is checked. A file without
+    /// the table gives the defaults.
+    pub fn load(path: &Path) -> Result<LintConfig> {
+        Ok(Config::from_file(path)?.lint)
+    }
+
+    /// The `[lint]` table of the text of a `toolrag.toml`, parsed by
+    /// [`Config::parse`].
+    pub fn parse(text: &str) -> Result<LintConfig> {
+        Ok(Config::parse(text)?.lint)
     }
 
     /// Sets the level of one rule, by code or name.
@@ -257,13 +274,30 @@ mod tests {
         assert_eq!(c.thresholds.min_examples, 2);
         let e = LintConfig::parse("[lint]\nnope = \"warn\"\n").unwrap_err();
         assert!(e.to_string().contains("unknown lint rule `nope`"));
+        let e = LintConfig::parse("[lint]\nmissingExamples = \"warn\"\n").unwrap_err();
+        assert!(
+            e.to_string().contains("did you mean `missing-examples`?"),
+            "{e}"
+        );
+        let e = LintConfig::parse("[lint]\nselect = [\"TR001\", \"nope\"]\n").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("line 2: `lint.select`: unknown lint rule `nope`"),
+            "{e}"
+        );
+        let e = LintConfig::parse("[[lint.ignore]]\nrules = [\"TR001\"]\n").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("`lint.ignore[0]`: an ignore entry needs"),
+            "{e}"
+        );
         let e = LintConfig::parse("[lint.thresholds]\nmin-exampels = 2\n").unwrap_err();
         assert!(e.to_string().contains("min-exampels"), "{e}");
     }
 
     #[test]
     fn a_file_without_lint_table_is_the_default() {
-        let c = LintConfig::parse("[index]\nx = 1\n").unwrap();
+        let c = LintConfig::parse("[search]\ndepth = 5\n").unwrap();
         assert!(c.levels.is_empty() && c.ignore.is_empty());
     }
 }

@@ -12,7 +12,11 @@ use serde::{Deserialize, Serialize};
 
 /// How hybrid mode fuses the lists.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
+#[serde(
+    tag = "kind",
+    rename_all = "kebab-case",
+    rename_all_fields = "kebab-case"
+)]
 pub enum Fusion {
     /// Reciprocal-rank fusion: `sum 1 / (k + rank)`.
     Rrf {

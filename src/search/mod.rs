@@ -16,7 +16,6 @@ mod retriever;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde::Deserialize as _;
 
 pub use clauses::clause_spans;
 pub use fusion::{fuse, Fusion, List, Normalise, Ranked};
@@ -40,10 +39,8 @@ pub const MAX_QUERY_CHARS: usize = 4096;
 /// Engine internals (scan thresholds, the HNSW `ef`) are constants of the
 /// index, and BM25 boosts are a build setting recorded in the manifest.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all = "kebab-case", deny_unknown_fields)]
 #[non_exhaustive]
-// The private field refuses `[search].boosts`; it is not a marker.
-#[allow(clippy::manual_non_exhaustive)]
 pub struct SearchConfig {
     /// How deep each retriever goes before fusion.
     pub depth: usize,
@@ -65,26 +62,6 @@ pub struct SearchConfig {
     /// BM25 scores do not separate out-of-scope requests (measured AUROC below
     /// 0.5 on the golden set), so the default only abstains when nothing matches.
     pub min_lexical: f32,
-    /// `boosts` was a query-time setting; it is refused with a message that
-    /// says to set it where the index is built and rebuild.
-    #[serde(
-        rename = "boosts",
-        default,
-        skip_serializing,
-        deserialize_with = "refuse_query_boosts"
-    )]
-    refused_boosts: (),
-}
-
-/// `[search].boosts` is no longer a query-time setting: the impacts bake the
-/// boosts in at build time.
-fn refuse_query_boosts<'de, D: serde::Deserializer<'de>>(
-    d: D,
-) -> std::result::Result<(), D::Error> {
-    serde::de::IgnoredAny::deserialize(d)?;
-    Err(serde::de::Error::custom(
-        "`boosts` is a build setting, recorded in the index: set it where the index is built and rebuild it with `toolrag index`",
-    ))
 }
 
 impl Default for SearchConfig {
@@ -98,7 +75,6 @@ impl Default for SearchConfig {
             query_cache: 1024,
             min_dense: 0.30,
             min_lexical: 0.0,
-            refused_boosts: (),
         }
     }
 }
@@ -137,12 +113,14 @@ impl Searcher {
     /// Opens the live generation of the index in `dir`. Pass the embedder to
     /// enable dense and hybrid modes; it must be the model the index was built
     /// with, or opening fails with [`Error::IncompatibleIndex`], as it does for
-    /// a generation without the BM25 impacts.
+    /// a generation without the BM25 impacts; a `config` with a bad number is
+    /// refused naming the key ([`SearchConfig::validate`]).
     pub fn open(
         dir: &Path,
         embedder: Option<Arc<dyn Embedder>>,
         config: SearchConfig,
     ) -> Result<Searcher> {
+        config.validate()?;
         let gen = current_generation(dir)?;
         let manifest = Manifest::read(&gen)?;
         if let Some(e) = &embedder {

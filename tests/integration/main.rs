@@ -2,6 +2,7 @@
 
 mod cli_tools;
 mod common;
+mod config;
 mod corrupt;
 mod embed;
 mod eval;
