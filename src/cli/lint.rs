@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use toolrag::embed::{EmbedOptions, FastEmbedder, TokenCounter};
+use toolrag::embed::{FastEmbedder, TokenCounter};
 use toolrag::lint::render::{render, OutputFormat, RenderOptions};
 use toolrag::lint::{self, Level, LintConfig, LintContext, SimilarityKind};
 
@@ -127,13 +127,7 @@ fn with_model(
     if args.lexical || cx.config.level_of(confusable) == Level::Ignore || registry.len() < 2 {
         return Ok(cx);
     }
-    // One single-threaded session per core, fed in parallel chunks, is
-    // faster than one session with several threads (see BENCHMARKS.md).
-    let opts = EmbedOptions {
-        threads: 1,
-        sessions: std::thread::available_parallelism().map_or(2, |n| n.get()),
-        ..EmbedOptions::default()
-    };
+    let opts = super::model::embed_options(super::model::one_session_per_core());
     let embedder = FastEmbedder::load(&dir, &opts)?;
     tracing::info!(tools = registry.len(), "embedding tool documents");
     let vectors = lint::similarity::embed_tools(registry, &embedder)?;

@@ -104,34 +104,15 @@ impl ModelArgs {
     /// not an error: the build falls back to lexical-only and says how to get
     /// one.
     pub fn model_for_build(&self) -> anyhow::Result<Option<toolrag::index::BuildModel<'static>>> {
-        use toolrag::embed::{EmbedOptions, Embedder, FastEmbedder};
+        use toolrag::embed::{Embedder, FastEmbedder};
         let need = model::Need::Optional("building a lexical-only index");
         let Some(dir) = self.locate(need)? else {
             return Ok(None);
         };
-        let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let opts = EmbedOptions {
-            threads: 1,
-            sessions: threads,
-            ..EmbedOptions::default()
-        };
+        let opts = model::embed_options(model::one_session_per_core());
         Ok(Some(toolrag::index::BuildModel::Deferred(Box::new(
             move || FastEmbedder::load(&dir, &opts).map(|e| Box::new(e) as Box<dyn Embedder>),
         ))))
-    }
-}
-
-impl ModelArgs {
-    /// Loads the embedder for answering queries, with `sessions` parallel sessions.
-    pub fn load_for_query(&self, sessions: usize) -> anyhow::Result<toolrag::embed::FastEmbedder> {
-        use toolrag::embed::{EmbedOptions, FastEmbedder, ModelDir};
-        let dir = ModelDir::locate(self.model_dir.as_deref())?;
-        let opts = EmbedOptions {
-            threads: 1,
-            sessions: sessions.max(1),
-            ..EmbedOptions::default()
-        };
-        Ok(FastEmbedder::load(&dir, &opts)?)
     }
 }
 

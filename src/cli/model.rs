@@ -47,6 +47,22 @@ impl Need {
     }
 }
 
+/// The one way the binary sets up the model: `sessions` single-threaded
+/// sessions, fed in parallel. One single-threaded session per core is faster
+/// than one session with several threads (BENCHMARKS.md).
+pub fn embed_options(sessions: usize) -> EmbedOptions {
+    EmbedOptions {
+        threads: 1,
+        sessions: sessions.max(1),
+        ..EmbedOptions::default()
+    }
+}
+
+/// One session per core, for work that embeds many texts (a build, lint).
+pub fn one_session_per_core() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
 /// The note printed when an optional model is missing.
 pub fn no_model_note(fallback: &str) -> String {
     format!("toolrag: note: no embedding model found; {fallback} (run scripts/fetch-model)")
@@ -85,12 +101,7 @@ impl ModelArgs {
         let Some(dir) = self.locate(need)? else {
             return Ok(None);
         };
-        let opts = EmbedOptions {
-            threads: 1,
-            sessions: sessions.max(1),
-            ..EmbedOptions::default()
-        };
-        Ok(Some(FastEmbedder::load(&dir, &opts)?))
+        Ok(Some(FastEmbedder::load(&dir, &embed_options(sessions))?))
     }
 
     /// The query embedder for searching the index in `index` in `mode`: what

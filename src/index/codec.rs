@@ -15,12 +15,9 @@
 //! Damage inside the payload is caught by the generation's checksums
 //! (`manifest.json`, verified when the generation is opened), not here.
 //!
-//! `vectors.bin` is written with [`VECTORS`] (see `dense::vectors`).
-//! `impacts.bin` is meant to adopt [`IMPACTS`] the same way: write
-//! [`FileKind::write_header`] before its payload with the payload's length,
-//! and open it with [`FileKind::payload`] on the bytes read (or
-//! [`FileKind::read_header`] on a stream). That wiring is left to the merge of
-//! the lexical side, which owns `impact.rs`.
+//! `vectors.bin` is written with [`VECTORS`] (see `dense::vectors`) and read
+//! as a stream ([`FileKind::read_header`]); `impacts.bin` with [`IMPACTS`]
+//! (see `impact`) and read whole ([`FileKind::payload`]).
 
 use std::io::{Read, Write};
 use std::path::Path;
@@ -49,9 +46,7 @@ pub(crate) const VECTORS: FileKind = FileKind {
     name: "vectors.bin",
 };
 
-/// `impacts.bin`: each term's BM25 impact per tool. Not written with this
-/// header yet (see the module docs).
-#[allow(dead_code)]
+/// `impacts.bin`: each term's BM25 impact per tool.
 pub(crate) const IMPACTS: FileKind = FileKind {
     magic: *b"TRIMPACT",
     version: 1,
@@ -76,7 +71,6 @@ impl FileKind {
 
     /// Checks the header at the start of `bytes` (the whole of the file at
     /// `path`) and returns the payload.
-    #[allow(dead_code)]
     pub(crate) fn payload<'a>(&self, path: &Path, bytes: &'a [u8]) -> Result<&'a [u8]> {
         let head = bytes.get(..HEADER_LEN as usize).unwrap_or(bytes);
         let len = self.check(path, head, bytes.len() as u64)?;

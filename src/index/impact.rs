@@ -20,7 +20,8 @@
 //! # File layout (`impacts.bin`, little-endian)
 //!
 //! ```text
-//! magic "TRIMPv1\0" | u32 tools | u32 terms | f32 scale | u32 0 | u64 pairs
+//! header (index::codec, kind IMPACTS: magic "TRIMPACT", version, payload length)
+//! u32 tools | u32 terms | f32 scale | u32 0 | u64 pairs
 //! u32 × terms   end of each term's bytes in the term blob (terms sorted)
 //! u64 × terms   end of each term's postings in the pair arrays
 //! u16 × terms   each term's largest impact
@@ -39,12 +40,13 @@ use tantivy::query::{Bm25StatisticsProvider, Bm25Weight};
 use tantivy::schema::IndexRecordOption;
 use tantivy::{DocSet, Index, Term, TERMINATED};
 
+use super::codec::IMPACTS;
 use super::lexical::{terr, weighted_fields, FieldBoosts};
+use super::topk::kth_largest;
 use crate::error::{Error, Result};
 
 /// The impacts file in a generation folder.
 pub const FILE: &str = "impacts.bin";
-const MAGIC: &[u8; 8] = b"TRIMPv1\0";
 
 /// Computes the impacts of the tantivy index in `lexical_dir`, scored with
 /// `boosts`, and writes them to `out`.
@@ -135,7 +137,9 @@ pub(crate) fn write(lexical_dir: &Path, boosts: &FieldBoosts, out: &Path) -> Res
     let file = std::fs::File::create(out).map_err(|e| Error::io(out, e))?;
     let mut w = std::io::BufWriter::new(file);
     let io = |e| Error::io(out, e);
-    w.write_all(MAGIC).map_err(io)?;
+    let payload =
+        24 + term_ends.len() as u64 * (4 + 8 + 2) + blob.len() as u64 + pairs as u64 * (4 + 2);
+    IMPACTS.write_header(&mut w, payload).map_err(io)?;
     w.write_all(&(total_docs as u32).to_le_bytes())
         .map_err(io)?;
     w.write_all(&(term_ends.len() as u32).to_le_bytes())
@@ -251,15 +255,9 @@ impl ImpactIndex {
             Err(e) => return Err(Error::io(path, e)),
         };
         let mut c = Cursor {
-            bytes: &bytes,
+            bytes: IMPACTS.payload(path, &bytes)?,
             path,
         };
-        if c.take(8)? != MAGIC {
-            return Err(Error::Index(format!(
-                "{}: not a toolrag impacts file",
-                path.display()
-            )));
-        }
         let tools = c.u32()?;
         let terms = c.u32()? as usize;
         let scale = f32::from_bits(c.u32()?);
@@ -515,17 +513,6 @@ impl Scratch {
     }
 }
 
-/// The `limit`-th largest of `values` (0 when there are fewer), with
-/// `buffer` as room to select in.
-fn kth_largest(buffer: &mut Vec<u32>, values: impl Iterator<Item = u32>, limit: usize) -> u32 {
-    buffer.clear();
-    buffer.extend(values);
-    if limit == 0 || buffer.len() < limit {
-        return 0;
-    }
-    *buffer.select_nth_unstable_by(limit - 1, |a, b| b.cmp(a)).1
-}
-
 /// Adds `list`'s impacts to the candidates (sorted by tool) that it holds,
 /// finding each by galloping forward from the previous one.
 fn add_by_lookup(cands: &mut [(u32, u32)], list: &List<'_>) {
@@ -725,11 +712,13 @@ mod tests {
         let path = dir.path().join(FILE);
         assert!(ImpactIndex::open(&path).unwrap().is_none());
         std::fs::write(&path, b"not an impacts file").unwrap();
-        let err = ImpactIndex::open(&path).unwrap_err().to_string();
-        assert!(err.contains("not a toolrag impacts file"), "{err}");
-        let mut header = MAGIC.to_vec();
-        header.extend_from_slice(&5u32.to_le_bytes());
-        header.extend_from_slice(&1000u32.to_le_bytes());
+        let err = ImpactIndex::open(&path).unwrap_err();
+        assert!(matches!(err, Error::IncompatibleIndex { .. }), "{err}");
+        assert!(err.to_string().contains("impacts.bin"), "{err}");
+        let mut payload = 5u32.to_le_bytes().to_vec();
+        payload.extend_from_slice(&1000u32.to_le_bytes());
+        let mut header = IMPACTS.header(payload.len() as u64).to_vec();
+        header.extend_from_slice(&payload);
         std::fs::write(&path, header).unwrap();
         let err = ImpactIndex::open(&path).unwrap_err().to_string();
         assert!(err.contains("truncated"), "{err}");

@@ -1,9 +1,9 @@
 //! Top-k selection shared by the query-time algorithms: [`top`] picks the
 //! best `limit` of a scored list, [`Best`] keeps the best `k` of a stream
-//! without storing every score.
-//!
-//! One place for "the best k", so that the dense scans and (later) the
-//! impact search's k-th-largest share their tie-breaking rules.
+//! without storing every score, [`kth_largest`] gives the impact search its
+//! threshold, and [`by_score`] is the one order of every ranked list (score
+//! descending, ties by id ascending): the dense scans, each retriever's list
+//! and the fused list all sort with it.
 
 /// The best `k` scores seen so far, kept without storing every score: items
 /// below the running floor are dropped at once, and the list is cut back to
@@ -45,15 +45,35 @@ impl Best {
     }
 }
 
+/// The order of every ranked list: the higher score first, ties by the
+/// lower id.
+pub(crate) fn by_score<T: Ord>(a: &(T, f32), b: &(T, f32)) -> std::cmp::Ordering {
+    b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
+}
+
 /// The best `limit` of `scored`, best first (ties by id).
-pub(crate) fn top(mut scored: Vec<(usize, f32)>, limit: usize) -> Vec<(usize, f32)> {
-    let by_score = |a: &(usize, f32), b: &(usize, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+pub(crate) fn top<T: Ord>(mut scored: Vec<(T, f32)>, limit: usize) -> Vec<(T, f32)> {
     if scored.len() > limit {
         scored.select_nth_unstable_by(limit, by_score);
         scored.truncate(limit);
     }
     scored.sort_by(by_score);
     scored
+}
+
+/// The `limit`-th largest of `values` (0 when there are fewer), using
+/// `buffer` as scratch space so that a query allocates it once.
+pub(crate) fn kth_largest(
+    buffer: &mut Vec<u32>,
+    values: impl Iterator<Item = u32>,
+    limit: usize,
+) -> u32 {
+    buffer.clear();
+    buffer.extend(values);
+    if limit == 0 || buffer.len() < limit {
+        return 0;
+    }
+    *buffer.select_nth_unstable_by(limit - 1, |a, b| b.cmp(a)).1
 }
 
 #[cfg(test)]

@@ -148,10 +148,7 @@ impl Retriever for DenseRetriever {
                 }
             }
         }
-        let mut best: Vec<(u32, f32)> = best.into_iter().collect();
-        best.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        best.truncate(depth);
-        Ok(best)
+        Ok(crate::index::topk::top(best.into_iter().collect(), depth))
     }
 
     fn confidence_name(&self) -> &str {

@@ -105,7 +105,7 @@ pub fn fuse(fusion: Fusion, lists: &[List<'_>]) -> Vec<(u32, f32)> {
         }
     }
     let mut out: Vec<(u32, f32)> = acc.into_iter().collect();
-    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    out.sort_by(crate::index::topk::by_score);
     out
 }
 

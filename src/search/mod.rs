@@ -16,7 +16,6 @@ mod retriever;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-
 pub use clauses::clause_spans;
 pub use fusion::{fuse, Fusion, List, Normalise, Ranked};
 pub use request::{

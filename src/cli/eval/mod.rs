@@ -224,18 +224,8 @@ fn query_embedder(index: &Path, model: &ModelArgs) -> anyhow::Result<Option<Arc<
     if toolrag::index::Manifest::read(&gen)?.lexical_only {
         return Ok(None);
     }
-    match model.load_for_query(1) {
-        Ok(e) => Ok(Some(Arc::new(e))),
-        Err(e)
-            if matches!(
-                e.downcast_ref::<toolrag::Error>(),
-                Some(toolrag::Error::ModelNotFound { .. })
-            ) =>
-        {
-            Ok(None)
-        }
-        Err(e) => Err(e),
-    }
+    let embedder = model.query_embedder(super::model::Need::IfPresent, 1)?;
+    Ok(embedder.map(|e| Arc::new(e) as Arc<dyn Embedder>))
 }
 
 /// Builds the index of `--registry` into `out`, with the model when there is

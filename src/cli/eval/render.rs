@@ -1,6 +1,8 @@
 //! The text, Markdown and check renderings of an eval report.
 
 use std::io::Write;
+
+use crate::cli::table::Column;
 use std::path::Path;
 
 use toolrag::eval::{Check, EvalReport, Means, ModeReport};
@@ -56,29 +58,21 @@ fn slice_rows(report: &EvalReport) -> Vec<Vec<String>> {
     rows
 }
 
+/// The metrics table: the first column (the mode) left-aligned, the numbers
+/// right-aligned, through the one table writer.
 fn write_table(out: &mut dyn Write, header: &[&str], rows: &[Vec<String>]) -> std::io::Result<()> {
-    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for row in rows {
-        for (w, c) in widths.iter_mut().zip(row) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    let line = |cells: Vec<&str>| -> String {
-        let mut s = String::new();
-        for (i, (c, w)) in cells.iter().zip(&widths).enumerate() {
+    let columns: Vec<Column> = header
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
             if i == 0 {
-                s.push_str(&format!("{c:<w$}"));
+                Column::left(h)
             } else {
-                s.push_str(&format!("  {c:>w$}"));
+                Column::right(h)
             }
-        }
-        s
-    };
-    writeln!(out, "{}", line(header.to_vec()))?;
-    for row in rows {
-        writeln!(out, "{}", line(row.iter().map(String::as_str).collect()))?;
-    }
-    Ok(())
+        })
+        .collect();
+    crate::cli::table::write_table(out, &columns, "  ", rows)
 }
 
 fn summary_line(report: &EvalReport) -> String {

@@ -148,7 +148,7 @@ impl Graph {
             .into_iter()
             .map(|n| (n.d_id, 1.0 - n.distance))
             .collect();
-        out.sort_by(|a, b| b.1.total_cmp(&a.1));
+        out.sort_by(crate::index::topk::by_score);
         out
     }
 }

@@ -47,17 +47,15 @@ pub const EXACT_MAX_POINTS: usize = 10_000;
 pub const SCAN_MAX_POINTS: usize = 300_000;
 
 /// How an opened dense index searches. The defaults are right for every
-/// index; the fields are tuning for tests and benchmarks.
+/// index; the fields are tuning for tests and benchmarks, never user
+/// settings. Whether a generation is searched through its graph is decided by
+/// the build (`BuildOptions::graph_min_points`), which writes a graph only for
+/// indexes that need one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DenseOptions {
     /// Without a graph, scan every vector exactly up to this many points and
     /// scan bit codes above.
     pub exact_max_points: usize,
-    /// Ignored: whether a generation is searched through its graph is
-    /// decided by the build (`BuildOptions::graph_min_points`), which writes
-    /// the graph only for indexes that need it. Kept until callers stop
-    /// passing it.
-    pub scan_max_points: usize,
     /// The HNSW candidate list size (`ef`) per query vector; 0 picks it from
     /// the number of points asked for (see [`DenseIndex::search`]).
     pub ef: usize,
@@ -67,7 +65,6 @@ impl Default for DenseOptions {
     fn default() -> Self {
         DenseOptions {
             exact_max_points: EXACT_MAX_POINTS,
-            scan_max_points: SCAN_MAX_POINTS,
             ef: 0,
         }
     }
@@ -358,7 +355,6 @@ mod tests {
         let points = write_index(dir.path(), &v, dim);
         let options = DenseOptions {
             exact_max_points: 1000,
-            scan_max_points: 10_000,
             ef: 0,
         };
         let index = DenseIndex::open(dir.path(), options).unwrap();
