@@ -112,6 +112,16 @@ fn bench(c: &mut Criterion) {
             &qs,
             &format!("bench-latency-{label}.json"),
         );
+        if std::env::var_os("TOOLRAG_BENCH_EXACT").is_some() {
+            // The same index with the dense side scanned exactly, in full.
+            let exact_dense = toolrag::index::dense::DenseOptions {
+                exact_max_points: usize::MAX,
+                ..Default::default()
+            };
+            let exact = Searcher::open_tuned(&index, Some(e.clone()), config, exact_dense)
+                .expect("the index opens");
+            agreement_with_exact(&searcher, &exact, &qs);
+        }
         return;
     }
     let index = bfcl_index();
@@ -226,6 +236,37 @@ fn per_query_latency(searcher: &Searcher, e: &dyn Embedder, qs: &[String], file:
         .join(file);
     if let Err(err) = std::fs::write(&path, serde_json::Value::Object(out).to_string()) {
         eprintln!("cannot write {}: {err}", path.display());
+    }
+}
+
+/// How much of the exact answer the configured searcher finds, per query:
+/// the share of the exact dense top-50 tools in its dense top-50, and of the
+/// exact hybrid top-10 in its hybrid top-10. A label-free check of the bit
+/// scan, the graph walk and anything else that trades exactness for time.
+fn agreement_with_exact(searcher: &Searcher, exact: &Searcher, qs: &[String]) {
+    let ids = |s: &Searcher, q: &str, mode: Mode, k: usize| -> Vec<String> {
+        let mut req = SearchRequest::new(q);
+        req.k = k;
+        req.mode = mode;
+        s.search(&req)
+            .unwrap()
+            .hits
+            .into_iter()
+            .map(|h| h.id)
+            .collect()
+    };
+    for (mode, k) in [(Mode::Dense, 50), (Mode::Hybrid, 10)] {
+        let mut sum = 0.0;
+        for q in qs {
+            let want = ids(exact, q, mode, k);
+            let got = ids(searcher, q, mode, k);
+            let found = want.iter().filter(|id| got.contains(id)).count();
+            sum += found as f64 / want.len().max(1) as f64;
+        }
+        println!(
+            "  agreement with exact search, {mode} top-{k}: {:.4}",
+            sum / qs.len() as f64
+        );
     }
 }
 

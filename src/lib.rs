@@ -42,20 +42,14 @@
 //! assert_eq!(tool.handle(), "tool://filesystem/read_text_file");
 //!
 //! // 2. The index: without a model, BM25 only.
-//! let opts = BuildOptions {
-//!     out: out.path().to_path_buf(),
-//!     boosts: Default::default(),
-//! };
+//! let opts = BuildOptions::new(out.path());
 //! toolrag::index::build(registry, None, &opts, &|_| {})?;
 //!
 //! // 3. The search: the top-k tools, as a Khipu candidate set.
 //! let searcher = Searcher::open(out.path(), None, SearchConfig::default())?;
-//! let request = SearchRequest {
-//!     query: "read the text file /etc/hosts".into(),
-//!     k: 2,
-//!     mode: Mode::Lexical,
-//!     ..SearchRequest::default()
-//! };
+//! let mut request = SearchRequest::new("read the text file /etc/hosts");
+//! request.k = 2;
+//! request.mode = Mode::Lexical;
 //! let result = searcher.search(&request)?;
 //! assert_eq!(result.hits[0].id, "filesystem/read_text_file");
 //! let offered = khipu::candidate_set(&result, |id| searcher.tool(id)).candidates;

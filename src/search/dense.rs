@@ -48,14 +48,15 @@ impl std::fmt::Debug for DenseRetriever {
 impl DenseRetriever {
     /// Opens the dense index of the generation folder `gen` of an index of
     /// `tools` tools, searched with `embedder` (checked against the manifest
-    /// by the caller) and tuned by `config`.
+    /// by the caller), tuned by `config` and, inside the index, by `options`.
     pub fn open(
         gen: &Path,
         tools: usize,
         embedder: Arc<dyn Embedder>,
         config: &SearchConfig,
+        options: DenseOptions,
     ) -> Result<DenseRetriever> {
-        let index = DenseIndex::open(gen, DenseOptions::default())?;
+        let index = DenseIndex::open(gen, options)?;
         let points_per_tool = index.points().len().div_ceil(tools.max(1)).clamp(1, 3);
         Ok(DenseRetriever {
             index,

@@ -26,6 +26,7 @@ pub use retriever::{Keep, Retriever};
 
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
+use crate::index::dense::DenseOptions;
 use crate::index::{current_generation, Manifest, ModelInfo};
 use crate::registry::cut_chars;
 use crate::registry::ToolDef;
@@ -119,6 +120,19 @@ impl Searcher {
         embedder: Option<Arc<dyn Embedder>>,
         config: SearchConfig,
     ) -> Result<Searcher> {
+        Searcher::open_tuned(dir, embedder, config, DenseOptions::default())
+    }
+
+    /// [`Searcher::open`] with the dense index's engine tuning (`dense`),
+    /// which is no user setting: the defaults are right for every index.
+    /// Benchmarks use it to compare the configured scan with an exact one.
+    pub fn open_tuned(
+        dir: &Path,
+        embedder: Option<Arc<dyn Embedder>>,
+        config: SearchConfig,
+        dense: DenseOptions,
+    ) -> Result<Searcher> {
+        let dense_options = dense;
         config.validate()?;
         let gen = current_generation(dir)?;
         let manifest = Manifest::read(&gen)?;
@@ -150,6 +164,7 @@ impl Searcher {
                 tools.len(),
                 e,
                 &config,
+                dense_options,
             )?)),
             _ => None,
         };

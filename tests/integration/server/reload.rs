@@ -137,53 +137,77 @@ fn a_broken_index_is_refused_and_the_old_one_keeps_serving() {
 
 #[test]
 fn a_complete_generation_with_a_damaged_file_is_refused_while_the_old_one_serves() {
-    // A copy of the served generation, whole but for one damaged file: a
-    // truncated tools.json. The reload must refuse it, count the failure,
-    // name the generation in the log, and keep answering from the old one.
+    // Copies of the served generation, whole but for one damaged file each: a
+    // truncated tools.json, then one flipped byte in each binary file the
+    // searcher reads. Every reload must be refused, counted, logged with the
+    // file's name, and the old generation must keep answering as before.
     let index = index_copy();
     let s = Server::start(index.path(), &[]);
     let good = s.generation();
     let before = s
         .post_json("/v1/search", r#"{"query": "read a file", "k": 3}"#)
         .json();
+    let flip = |path: &std::path::Path| {
+        let mut bytes = std::fs::read(path).unwrap();
+        let at = bytes.len() / 2;
+        bytes[at] ^= 0x5a;
+        std::fs::write(path, bytes).unwrap();
+    };
+    let truncate = |path: &std::path::Path| {
+        let bytes = std::fs::read(path).unwrap();
+        std::fs::write(path, &bytes[..bytes.len() / 2]).unwrap();
+    };
+    type Damage<'a> = (&'a str, &'a dyn Fn(&std::path::Path));
+    let damages: [Damage; 3] = [
+        ("tools.json", &truncate),
+        ("vectors.bin", &flip),
+        ("impacts.bin", &flip),
+    ];
+    for (n, (file, damage)) in damages.iter().enumerate() {
+        let name = format!("gen-0000{}", 77 + n);
+        let bad = index.path().join(&name);
+        copy_dir(&index.path().join(&good), &bad);
+        damage(&bad.join(file));
+        std::fs::write(index.path().join("CURRENT.tmp"), format!("{name}\n")).unwrap();
+        std::fs::rename(
+            index.path().join("CURRENT.tmp"),
+            index.path().join("CURRENT"),
+        )
+        .unwrap();
 
-    let bad = index.path().join("gen-000077");
-    copy_dir(&index.path().join(&good), &bad);
-    let tools = bad.join("tools.json");
-    let text = std::fs::read(&tools).unwrap();
-    std::fs::write(&tools, &text[..text.len() / 2]).unwrap();
-    std::fs::write(index.path().join("CURRENT.tmp"), "gen-000077\n").unwrap();
-    std::fs::rename(
-        index.path().join("CURRENT.tmp"),
-        index.path().join("CURRENT"),
-    )
-    .unwrap();
-
-    let counted = "toolrag_index_reloads_total{outcome=\"error\"} 1\n";
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while !s.get("/metrics").body.contains(counted) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "never refused: {}",
-            s.stderr()
+        let counted = format!(
+            "toolrag_index_reloads_total{{outcome=\"error\"}} {}\n",
+            n + 1
         );
-        std::thread::sleep(Duration::from_millis(100));
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while !s.get("/metrics").body.contains(&counted) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{file}: never refused: {}",
+                s.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let r = s.post_json("/v1/search", r#"{"query": "read a file", "k": 3}"#);
+        assert_eq!(r.status, 200, "{file}: {}", r.body);
+        assert_eq!(r.header("x-toolrag-generation"), Some(good.as_str()));
+        assert_eq!(
+            r.json(),
+            before,
+            "{file}: the old generation answers as before"
+        );
+        assert_eq!(s.get("/readyz").json()["generation"], good.as_str());
+        let m = s.get("/metrics").body;
+        assert!(
+            m.contains(r#"toolrag_index_reloads_total{outcome="ok"} 0"#),
+            "{file}: {m}"
+        );
+        let log = s.stderr();
+        assert!(log.contains("refusing the new index generation"), "{log}");
+        assert!(
+            log.contains(&format!("{name}/{file}")),
+            "the refusal names the file {file}: {log}"
+        );
     }
-    let r = s.post_json("/v1/search", r#"{"query": "read a file", "k": 3}"#);
-    assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(r.header("x-toolrag-generation"), Some(good.as_str()));
-    assert_eq!(r.json(), before, "the old generation answers as before");
-    assert_eq!(s.get("/readyz").json()["generation"], good.as_str());
-    let m = s.get("/metrics").body;
-    assert!(
-        m.contains(r#"toolrag_index_reloads_total{outcome="ok"} 0"#),
-        "{m}"
-    );
-    let log = s.stderr();
-    assert!(log.contains("refusing the new index generation"), "{log}");
-    assert!(
-        log.contains("tools.json"),
-        "the refusal names the file: {log}"
-    );
     super::no_server_errors(&s);
 }
