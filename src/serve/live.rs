@@ -145,7 +145,23 @@ impl LiveIndex {
         if refused.as_deref() == Some(named.as_str()) {
             return Reload::StillRefused;
         }
-        match Searcher::open(&self.dir, self.embedder.clone(), self.config) {
+        // Opening runs third-party loaders (tantivy's analyser, hnsw_rs): a
+        // panic in one refuses the generation and leaves the reload thread
+        // alive for the next one.
+        let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            Searcher::open(&self.dir, self.embedder.clone(), self.config)
+        }))
+        .unwrap_or_else(|panic| {
+            let what = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("a panic");
+            Err(crate::Error::Index(format!(
+                "{named}: opening it panicked: {what}"
+            )))
+        });
+        match opened {
             Ok(s) => {
                 let gen = s.generation().to_path_buf();
                 self.current.store(Arc::new(s));
