@@ -14,7 +14,8 @@
 //!                    of the generation with its size and CRC-32
 //!     tools.json     the normalised tools, in ordinal order
 //!     lexical/       the tantivy index
-//!     impacts.bin    each term's BM25 score per tool, precomputed from it
+//!     impacts.bin    versioned header, then each term's BM25 score per tool,
+//!                    precomputed from the tantivy index
 //!     vectors.bin    versioned header, the point → tool map and the raw
 //!                    vectors (absent when lexical-only)
 //!     dense.hnsw.*   the HNSW graph (hnsw_rs file_dump), only above
