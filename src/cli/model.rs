@@ -114,7 +114,8 @@ impl ModelArgs {
         sessions: usize,
     ) -> anyhow::Result<Option<Arc<dyn Embedder>>> {
         let gen = toolrag::index::current_generation(index)?;
-        let lexical_only = toolrag::index::Manifest::read(&gen)?.lexical_only;
+        // A look at the metadata: `Searcher::open` verifies every file next.
+        let lexical_only = toolrag::index::Manifest::read_unverified(&gen)?.lexical_only;
         if lexical_only && mode != Mode::Lexical {
             eprintln!(
                 "toolrag: note: this index is lexical-only (built without the model); using BM25"

@@ -123,16 +123,15 @@ impl Searcher {
         Searcher::open_tuned(dir, embedder, config, DenseOptions::default())
     }
 
-    /// [`Searcher::open`] with the dense index's engine tuning (`dense`),
+    /// [`Searcher::open`] with the dense index's engine tuning (`dense_options`),
     /// which is no user setting: the defaults are right for every index.
     /// Benchmarks use it to compare the configured scan with an exact one.
     pub fn open_tuned(
         dir: &Path,
         embedder: Option<Arc<dyn Embedder>>,
         config: SearchConfig,
-        dense: DenseOptions,
+        dense_options: DenseOptions,
     ) -> Result<Searcher> {
-        let dense_options = dense;
         config.validate()?;
         let gen = current_generation(dir)?;
         let manifest = Manifest::read(&gen)?;

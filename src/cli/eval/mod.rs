@@ -221,7 +221,8 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
 /// lexical-only or no model is found (the modes that need one are skipped).
 fn query_embedder(index: &Path, model: &ModelArgs) -> anyhow::Result<Option<Arc<dyn Embedder>>> {
     let gen = toolrag::index::current_generation(index)?;
-    if toolrag::index::Manifest::read(&gen)?.lexical_only {
+    // A look at the metadata: `Searcher::open` verifies every file next.
+    if toolrag::index::Manifest::read_unverified(&gen)?.lexical_only {
         return Ok(None);
     }
     let embedder = model.query_embedder(super::model::Need::IfPresent, 1)?;
