@@ -9,12 +9,13 @@
 //!
 //! [search]                             # query-time retrieval and abstaining
 //! depth = 50
-//! fusion = { kind = "weighted", dense-weight = 0.5 }   # or { kind = "rrf", k = 60.0 }
+//! fusion = { kind = "calibrated", dense-weight = 0.5 } # or "weighted", or { kind = "rrf", k = 60.0 }
 //! clause-vectors = true
 //! clause-penalty = 0.0
 //! clause-depth = 10
 //! query-cache = 1024
-//! min-dense = 0.30
+//! abstain-below = 0.64                # a share of the calibration requests
+//! min-dense = -1.0                     # off
 //! min-lexical = 0.0
 //! pinned = []                          # added to the top-level `pinned`
 //!
@@ -200,6 +201,7 @@ const SEARCH_KEYS: &[&str] = &[
     "clause-penalty",
     "clause-depth",
     "query-cache",
+    "abstain-below",
     "min-dense",
     "min-lexical",
     "pinned",
@@ -420,7 +422,9 @@ fn check_keys(top: &toml::Table) -> std::result::Result<(), ConfigError> {
         if let Some(toml::Value::Table(fusion)) = search.get("fusion") {
             match fusion.get("kind").and_then(toml::Value::as_str) {
                 Some("rrf") => known(fusion, "search.fusion", RRF_KEYS)?,
-                Some("weighted") => known(fusion, "search.fusion", WEIGHTED_KEYS)?,
+                Some("weighted") | Some("calibrated") => {
+                    known(fusion, "search.fusion", WEIGHTED_KEYS)?
+                }
                 // A missing or unknown kind is refused when the table is read.
                 _ => {}
             }
@@ -546,7 +550,8 @@ fn check_int(key: &str, value: usize, range: std::ops::RangeInclusive<usize>) ->
 impl SearchConfig {
     /// Checks every number: `depth` from 1 to [`MAX_DEPTH`], `clause-depth`
     /// up to [`MAX_DEPTH`], `query-cache` up to [`MAX_QUERY_CACHE`], RRF `k`
-    /// finite and above 0, `dense-weight` finite in [0, 1], `min-dense`
+    /// finite and above 0, `dense-weight` finite in [0, 1], `abstain-below`
+    /// finite in [0, 1], `min-dense`
     /// finite in [-1, 1], `min-lexical` finite and at least 0,
     /// `clause-penalty` finite. The error ([`Error::Config`]) names the key.
     pub fn validate(&self) -> Result<()> {
@@ -557,7 +562,7 @@ impl SearchConfig {
             Fusion::Rrf { k } => {
                 check_float("search.fusion.k", k, |k| k > 0.0, "a finite number above 0")?
             }
-            Fusion::Weighted { dense_weight } => check_float(
+            Fusion::Weighted { dense_weight } | Fusion::Calibrated { dense_weight } => check_float(
                 "search.fusion.dense-weight",
                 dense_weight,
                 |w| (0.0..=1.0).contains(&w),
@@ -569,6 +574,12 @@ impl SearchConfig {
             self.clause_penalty,
             |_| true,
             "a finite number",
+        )?;
+        check_float(
+            "search.abstain-below",
+            self.abstain_below,
+            |v| (0.0..=1.0).contains(&v),
+            "a finite number from 0 to 1 (a share of the calibration requests)",
         )?;
         check_float(
             "search.min-dense",

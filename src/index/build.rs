@@ -387,8 +387,10 @@ pub fn build(
     opts.fail_point("after-lexical");
 
     // Phase 2, with the model: embed what the previous generation lacks and
-    // write every point's vector.
+    // write every point's vector; then measure the registry's noise with the
+    // calibration requests.
     let mut model_info = None;
+    let mut calibration = None;
     if let Some(model) = model {
         let embedder = match model {
             BuildModel::Loaded(e) => HeldEmbedder::Borrowed(e),
@@ -427,6 +429,8 @@ pub fn build(
         })?;
         drop(texts);
         cache.extend(todo.iter().map(|(_, h)| *h).zip(vectors));
+        // The calibration requests, embedded as queries (about a second).
+        let calibration_vectors = crate::search::calibration::embed_requests(embedder.get())?;
         report.embed_seconds = t_embed.elapsed().as_secs_f64();
         progress(BuildProgress::EmbedDone);
         drop(embedder);
@@ -463,6 +467,11 @@ pub fn build(
             .count();
         drop(points);
         opts.fail_point("after-vectors");
+        calibration = Some(calibrate(
+            &staging,
+            counts.tools,
+            Some(&calibration_vectors),
+        )?);
 
         // Phase 3: the graph, streamed from vectors.bin, only for an index
         // too large to scan.
@@ -473,6 +482,11 @@ pub fn build(
         model_info = Some(info);
     }
 
+    let calibration = match calibration {
+        Some(c) => c,
+        None => calibrate(&staging, counts.tools, None)?,
+    };
+    crate::search::calibration::write(&staging, &calibration)?;
     let manifest = Manifest {
         format_version: FORMAT_VERSION,
         toolrag_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -482,6 +496,7 @@ pub fn build(
         boosts: opts.boosts,
         counts,
         graph: report.graph,
+        calibration: Some(calibration.summary()),
         tools: entries,
         files: file_entries(&staging)?,
     };
@@ -493,6 +508,27 @@ pub fn build(
     report.generation = publish(out, &staging)?;
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// Runs the calibration requests through the staged generation's retrievers:
+/// lexical, and dense when `vectors` (the requests' embeddings) are given.
+fn calibrate(
+    staging: &Path,
+    tools: usize,
+    vectors: Option<&[Vec<Vec<f32>>]>,
+) -> Result<crate::search::Calibration> {
+    use crate::search::{dense::DenseRetriever, lexical::LexicalRetriever, SearchConfig};
+    let lexical = LexicalRetriever::open(staging, 0.0)?;
+    let dense = match vectors {
+        Some(_) => Some(DenseRetriever::open_without_model(
+            staging,
+            tools,
+            &SearchConfig::default(),
+            dense::DenseOptions::default(),
+        )?),
+        None => None,
+    };
+    crate::search::calibration::measure(&lexical, dense.as_ref(), vectors)
 }
 
 /// Writes `tools.json` one tool at a time (a copy of a large registry would

@@ -313,6 +313,24 @@ impl ImpactIndex {
         })
     }
 
+    /// How many tools the index holds.
+    pub fn tools(&self) -> u32 {
+        self.tools
+    }
+
+    /// How many terms the index holds.
+    pub fn terms(&self) -> usize {
+        self.maxes.len()
+    }
+
+    /// An analysed term's statistics: `(document frequency, largest impact)`,
+    /// the number of tools it occurs in and the most it adds to any tool's
+    /// score; `None` for a term no tool has.
+    pub fn term_stats(&self, term: &str) -> Option<(u32, f32)> {
+        self.list(term)
+            .map(|l| (l.docs.len() as u32, l.max as f32 * self.scale))
+    }
+
     /// The top `limit` tools for these (distinct, analysed) terms, by the sum
     /// of their impacts: `(tool ordinal, score)`, best first, ties by ordinal.
     /// Only tools that `keep` accepts are returned.

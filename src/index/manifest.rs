@@ -181,6 +181,12 @@ pub struct Manifest {
     /// through it if so, by a scan of the vectors if not.
     #[serde(default)]
     pub graph: bool,
+    /// What the calibration requests scored on this registry (the noise
+    /// floors; the full measurement is `calibration.json`). `None` for a
+    /// generation built before calibrations were stored: it is measured when
+    /// the index is opened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<crate::search::CalibrationSummary>,
     /// Every tool, in ordinal order.
     pub tools: Vec<ToolEntry>,
     /// Every file of the generation but the manifest, with its size and

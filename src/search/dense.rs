@@ -11,7 +11,7 @@ use super::fusion::{Fusion, Normalise};
 use super::retriever::{Keep, Retriever};
 use super::SearchConfig;
 use crate::embed::Embedder;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::index::dense::{DenseIndex, DenseOptions};
 
 /// The dense retriever's id.
@@ -23,7 +23,9 @@ type Cache = Mutex<lru::LruCache<String, Arc<Vec<Vec<f32>>>>>;
 /// Dense retrieval over one generation's vectors.
 pub struct DenseRetriever {
     index: DenseIndex,
-    embedder: Arc<dyn Embedder>,
+    /// `None` for a retriever that only searches vectors it is given (the
+    /// build's calibration).
+    embedder: Option<Arc<dyn Embedder>>,
     cache: Cache,
     /// Dense points per tool on average (tool text plus examples), rounded
     /// up, 1 to 3: how much deeper than the search depth the dense side asks
@@ -56,15 +58,28 @@ impl DenseRetriever {
         config: &SearchConfig,
         options: DenseOptions,
     ) -> Result<DenseRetriever> {
+        let mut r = DenseRetriever::open_without_model(gen, tools, config, options)?;
+        r.embedder = Some(embedder);
+        Ok(r)
+    }
+
+    /// [`DenseRetriever::open`] without a model: it searches only the
+    /// vectors it is given ([`DenseRetriever::retrieve_vectors`]).
+    pub fn open_without_model(
+        gen: &Path,
+        tools: usize,
+        config: &SearchConfig,
+        options: DenseOptions,
+    ) -> Result<DenseRetriever> {
         let index = DenseIndex::open(gen, options)?;
         let points_per_tool = index.points().len().div_ceil(tools.max(1)).clamp(1, 3);
         Ok(DenseRetriever {
             index,
-            embedder,
             cache: Mutex::new(lru::LruCache::new(
                 NonZeroUsize::new(config.query_cache.max(1)).unwrap_or(NonZeroUsize::MIN),
             )),
             points_per_tool,
+            embedder: None,
             clause_vectors: config.clause_vectors,
             clause_penalty: config.clause_penalty,
             clause_depth: config.clause_depth,
@@ -89,7 +104,11 @@ impl DenseRetriever {
         } else {
             vec![]
         };
-        let v = Arc::new(self.embedder.embed_query_parts(query, &spans)?);
+        let embedder = self
+            .embedder
+            .as_ref()
+            .ok_or_else(|| Error::InvalidInput("dense search needs the embedding model".into()))?;
+        let v = Arc::new(embedder.embed_query_parts(query, &spans)?);
         if self.query_cache == 0 {
             return Ok(v);
         }
@@ -124,6 +143,19 @@ impl Retriever for DenseRetriever {
         keep: Option<Keep<'_>>,
     ) -> Result<Vec<(u32, f32)>> {
         let vectors = self.embed_query(query)?;
+        Ok(self.retrieve_vectors(&vectors, depth, keep))
+    }
+}
+
+impl DenseRetriever {
+    /// [`Retriever::retrieve`] for a request already embedded: `vectors` is
+    /// the whole request, then one vector per clause.
+    pub fn retrieve_vectors(
+        &self,
+        vectors: &[Vec<f32>],
+        depth: usize,
+        keep: Option<Keep<'_>>,
+    ) -> Vec<(u32, f32)> {
         let clause_depth = match self.clause_depth {
             0 => depth,
             c => c.min(depth),
@@ -149,14 +181,11 @@ impl Retriever for DenseRetriever {
                 }
             }
         }
-        Ok(crate::index::topk::top(best.into_iter().collect(), depth))
+        crate::index::topk::top(best.into_iter().collect(), depth)
     }
 
-    fn confidence_name(&self) -> &str {
-        "cosine"
-    }
-
-    fn min_confidence(&self) -> f32 {
+    /// The ABSTAIN threshold on the best cosine (`min-dense`; -1, off, by default).
+    pub fn min_cosine(&self) -> f32 {
         self.min_dense
     }
 }

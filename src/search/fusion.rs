@@ -1,10 +1,19 @@
 //! Fusing the retrievers' lists into one ranking.
 //!
-//! The default is score-aware: each list's scores are normalised against the
-//! strength of its own top hit, then mixed with weights that follow each
-//! retriever's confidence on this query. Plain reciprocal-rank fusion is kept
-//! as an option: it ignores scores, so a weak retriever's noise counts as much as
-//! a strong one's hit (see BENCHMARKS.md for the measurements).
+//! The default is calibrated: each list is normalised against its own top
+//! (BM25 divided by its best score, cosines min-max scaled over the list),
+//! and counts in proportion to its retriever's weight times its evidence on
+//! this request: how far the retriever's best score stands above what the
+//! registry's unrelated calibration requests score ([`super::calibration`]).
+//! A retriever that found nothing, or only matches at the level of noise,
+//! adds nothing, so the order is the other retriever's; a lone weak match on
+//! one common word weighs little against the other side's confident hit.
+//! Tools with no weighted evidence follow, in the order of the unweighted mix.
+//!
+//! Two rules stay as options: `weighted` (the same normalisations with fixed
+//! weights, so the weakest list's best hit counts as much as the strongest's)
+//! and reciprocal-rank fusion (ranks only). BENCHMARKS.md, "Held-out sets",
+//! compares all three with each labelled set held out.
 
 use std::collections::HashMap;
 
@@ -23,27 +32,60 @@ pub enum Fusion {
         /// The rank offset (60 in the original paper).
         k: f32,
     },
-    /// A convex mix of normalised scores: `w * dense + (1 - w) * lexical`.
+    /// A convex mix of list-normalised scores: `w * dense + (1 - w) * lexical`,
+    /// BM25 divided by its list's top score, cosines min-max scaled over
+    /// their list.
     Weighted {
+        /// The dense weight, 0..1.
+        #[serde(rename = "dense-weight")]
+        dense_weight: f32,
+    },
+    /// The weighted mix with each list's weight scaled by its retriever's
+    /// calibrated evidence on the request (the default): scores in [0, 1].
+    Calibrated {
         /// The dense weight, 0..1.
         #[serde(rename = "dense-weight")]
         dense_weight: f32,
     },
 }
 
+/// The default dense weight of calibrated fusion, chosen by
+/// leave-one-dataset-out over every labelled set (`scripts/lodo`;
+/// BENCHMARKS.md, "Held-out sets").
+pub const DEFAULT_DENSE_WEIGHT: f32 = 0.5;
+
 impl Default for Fusion {
     fn default() -> Self {
-        Fusion::Weighted { dense_weight: 0.5 }
+        Fusion::Calibrated {
+            dense_weight: DEFAULT_DENSE_WEIGHT,
+        }
     }
 }
 
 impl Fusion {
-    /// The share of the dense list in weighted fusion, clamped to 0..1 (0 for RRF).
+    /// The share of the dense list in weighted or calibrated fusion, clamped
+    /// to 0..1 (0 for RRF).
     pub fn dense_share(&self) -> f32 {
         match *self {
-            Fusion::Weighted { dense_weight } => dense_weight.clamp(0.0, 1.0),
+            Fusion::Weighted { dense_weight } | Fusion::Calibrated { dense_weight } => {
+                dense_weight.clamp(0.0, 1.0)
+            }
             Fusion::Rrf { .. } => 0.0,
         }
+    }
+
+    /// The dense weight of the calibrated score behind a search's confidence:
+    /// this fusion's own, or an even mix under RRF, which has none.
+    pub fn calibration_weight(&self) -> f32 {
+        match self {
+            Fusion::Rrf { .. } => 0.5,
+            f => f.dense_share(),
+        }
+    }
+
+    /// Whether each list's weight follows its retriever's evidence.
+    pub fn is_calibrated(&self) -> bool {
+        matches!(self, Fusion::Calibrated { .. })
     }
 }
 
@@ -77,9 +119,12 @@ pub struct List<'a> {
     pub retriever: &'a str,
     /// How its scores are normalised (weighted fusion).
     pub normalise: Normalise,
-    /// The factor of its normalised scores (weighted fusion).
+    /// The factor of its normalised scores (weighted and calibrated fusion).
     pub weight: f32,
-    /// The list, best first.
+    /// Its retriever's calibrated evidence on this request, 0 to 1
+    /// (calibrated fusion; ignored by the others).
+    pub evidence: f32,
+    /// The list, best first, with the retriever's raw scores.
     pub ranked: &'a Ranked,
 }
 
@@ -103,10 +148,34 @@ pub fn fuse(fusion: Fusion, lists: &[List<'_>]) -> Vec<(u32, f32)> {
                 }
             }
         }
+        Fusion::Calibrated { .. } => return fuse_calibrated(lists),
     }
     let mut out: Vec<(u32, f32)> = acc.into_iter().collect();
     out.sort_by(crate::index::topk::by_score);
     out
+}
+
+/// Calibrated fusion: each list normalised, weighted by its weight times its
+/// evidence; ties (tools with no weighted evidence among them) go to the
+/// mix without evidence, then to the ordinal.
+fn fuse_calibrated(lists: &[List<'_>]) -> Vec<(u32, f32)> {
+    let mut acc: HashMap<u32, (f32, f32)> =
+        HashMap::with_capacity(lists.iter().map(|l| l.ranked.len()).sum());
+    for list in lists {
+        for (ord, s) in list.normalise.apply(list.ranked) {
+            let e = acc.entry(ord).or_default();
+            e.0 += list.weight * list.evidence * s;
+            e.1 += list.weight * s;
+        }
+    }
+    let mut out: Vec<(u32, (f32, f32))> = acc.into_iter().collect();
+    out.sort_by(|a, b| {
+        b.1 .0
+            .total_cmp(&a.1 .0)
+            .then(b.1 .1.total_cmp(&a.1 .1))
+            .then(a.0.cmp(&b.0))
+    });
+    out.into_iter().map(|(o, (s, _))| (o, s)).collect()
 }
 
 /// Scores divided by the top score: 1 for the best hit.
@@ -141,12 +210,14 @@ mod tests {
                 retriever: "lexical",
                 normalise: Normalise::ByTop,
                 weight: 1.0 - w,
+                evidence: 1.0,
                 ranked: lexical,
             },
             List {
                 retriever: "dense",
                 normalise: Normalise::ByRange,
                 weight: w,
+                evidence: 1.0,
                 ranked: dense,
             },
         ]
@@ -189,6 +260,101 @@ mod tests {
             assert_eq!(g.0, w.0);
             assert_eq!(g.1.to_bits(), w.1.to_bits(), "{g:?} {w:?}");
         }
+    }
+
+    /// Calibrated fusion's lists: lexical and dense with their evidences.
+    fn calibrated<'a>(
+        lexical: &'a Ranked,
+        lexical_evidence: f32,
+        dense: &'a Ranked,
+        dense_evidence: f32,
+    ) -> [List<'a>; 2] {
+        [
+            List {
+                retriever: "lexical",
+                normalise: Normalise::ByTop,
+                weight: 0.5,
+                evidence: lexical_evidence,
+                ranked: lexical,
+            },
+            List {
+                retriever: "dense",
+                normalise: Normalise::ByRange,
+                weight: 0.5,
+                evidence: dense_evidence,
+                ranked: dense,
+            },
+        ]
+    }
+
+    const CALIBRATED: Fusion = Fusion::Calibrated { dense_weight: 0.5 };
+
+    fn order(fused: &[(u32, f32)]) -> Vec<u32> {
+        fused.iter().map(|x| x.0).collect()
+    }
+
+    #[test]
+    fn with_one_list_empty_the_order_is_the_others() {
+        let dense = [(4, 0.7), (2, 0.6), (9, 0.5), (1, 0.2)];
+        let fused = fuse(CALIBRATED, &calibrated(&[], 0.0, &dense, 0.8));
+        assert_eq!(order(&fused), [4, 2, 9, 1]);
+        let fused = fuse(CALIBRATED, &calibrated(&dense, 0.8, &[], 0.0));
+        assert_eq!(order(&fused), [4, 2, 9, 1]);
+    }
+
+    #[test]
+    fn a_list_below_its_noise_does_not_reorder_the_other() {
+        // The lexical side matched one common word, at the level of noise
+        // (evidence 0): its tools follow the dense order, never lead it.
+        let lexical = [(7, 12.0)];
+        let dense = [(4, 0.7), (2, 0.6), (7, 0.55), (9, 0.5), (1, 0.2)];
+        let fused = fuse(CALIBRATED, &calibrated(&lexical, 0.0, &dense, 0.9));
+        assert_eq!(order(&fused), [4, 2, 7, 9, 1]);
+        // Weighted fusion lets the same weak match win: the reason for the change.
+        let f = Fusion::Weighted { dense_weight: 0.5 };
+        let weighted = fuse(f, &lists(&f, &lexical, &dense));
+        assert_eq!(weighted[0].0, 7);
+    }
+
+    #[test]
+    fn when_both_agree_on_the_first_tool_it_stays_first() {
+        // A small LCG: random lists whose first tools agree, random evidences.
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: u64| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            (seed >> 33) % n
+        };
+        for _ in 0..500 {
+            let first = next(50) as u32;
+            let mut lexical = vec![(first, 30.0)];
+            let mut dense = vec![(first, 0.9)];
+            for i in 0..next(20) {
+                lexical.push((next(50) as u32, 29.0 - i as f32));
+            }
+            for i in 0..next(20) {
+                dense.push((next(50) as u32, 0.85 - 0.01 * i as f32));
+            }
+            lexical.dedup_by_key(|x| x.0);
+            dense.dedup_by_key(|x| x.0);
+            let (el, ed) = (next(101) as f32 / 100.0, next(101) as f32 / 100.0);
+            let fused = fuse(CALIBRATED, &calibrated(&lexical, el, &dense, ed));
+            assert_eq!(fused[0].0, first, "{lexical:?} {dense:?} {el} {ed}");
+            assert!(
+                fused.iter().all(|x| (0.0..=1.0).contains(&x.1)),
+                "{fused:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_fused_score_is_the_evidence_weighted_mix() {
+        let lexical = [(1, 10.0), (2, 5.0)];
+        let dense = [(2, 0.8), (3, 0.4)];
+        let fused = fuse(CALIBRATED, &calibrated(&lexical, 1.0, &dense, 0.5));
+        // Tool 2: 0.5 * 1.0 * 0.5 + 0.5 * 0.5 * 1.0 = 0.5; tool 1: 0.5; ties by the unweighted mix.
+        assert_eq!(fused[0], (2, 0.5));
+        assert_eq!(fused[1], (1, 0.5));
+        assert_eq!(fused[2], (3, 0.0));
     }
 
     #[test]

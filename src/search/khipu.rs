@@ -131,6 +131,10 @@ pub struct Retrieval {
     pub decision: Decision,
     /// Why ABSTAIN; `null` when navigating.
     pub abstain_reason: Option<String>,
+    /// How sure the retrieval is that a listed tool fits, from 0 to 1: the
+    /// share of the registry's unrelated calibration requests whose best
+    /// score is below this request's. It means the same on every registry.
+    pub confidence: f32,
 }
 
 /// A candidate's rank in each retriever that found it.
@@ -238,6 +242,7 @@ pub fn candidate_set<'a>(
             ranks,
             decision,
             abstain_reason,
+            confidence: result.confidence,
         },
     }
 }

@@ -53,6 +53,24 @@ impl LexicalRetriever {
         })
     }
 
+    /// The ABSTAIN threshold on the best BM25 score per query term
+    /// (`min-lexical`), in lexical mode.
+    pub fn min_score_per_term(&self) -> f32 {
+        self.min_confidence
+    }
+
+    /// The best BM25 score of `list` divided by the square root of the
+    /// query's analysed terms.
+    pub fn score_per_term(&self, query: &str, list: &Ranked) -> f32 {
+        let terms = self.analyse(query).len().max(1) as f32;
+        list.first().map_or(0.0, |x| x.1 / terms.sqrt())
+    }
+
+    /// The precomputed impacts this retriever scores with.
+    pub fn impacts(&self) -> &ImpactIndex {
+        &self.impacts
+    }
+
     /// The analysed terms of `text`, distinct, at most [`MAX_QUERY_TERMS`].
     pub fn analyse(&self, text: &str) -> Vec<String> {
         terms(&mut self.analyzer.clone(), text)
@@ -101,20 +119,6 @@ impl Retriever for LexicalRetriever {
     ) -> Result<Vec<(u32, f32)>> {
         let terms = self.analyse(query);
         Ok(self.impacts.search(&terms, depth, keep))
-    }
-
-    /// The best BM25 score divided by the square root of the query's terms.
-    fn confidence(&self, query: &str, list: &Ranked) -> f32 {
-        let terms = self.analyse(query).len().max(1) as f32;
-        list.first().map_or(0.0, |x| x.1 / terms.sqrt())
-    }
-
-    fn confidence_name(&self) -> &str {
-        "BM25 per query term"
-    }
-
-    fn min_confidence(&self) -> f32 {
-        self.min_confidence
     }
 }
 

@@ -5,6 +5,7 @@
 //! A search runs: filter → retrieve with each retriever of the mode → fuse →
 //! pins → decide.
 
+pub mod calibration;
 mod clauses;
 pub mod dense;
 mod fusion;
@@ -16,8 +17,9 @@ mod retriever;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub use calibration::{Calibration, CalibrationSummary, Calibrator};
 pub use clauses::clause_spans;
-pub use fusion::{fuse, Fusion, List, Normalise, Ranked};
+pub use fusion::{fuse, Fusion, List, Normalise, Ranked, DEFAULT_DENSE_WEIGHT};
 pub use request::{
     Decision, Evidence, Hit, Mode, RetrieverEvidence, SearchRequest, SearchResult, UnknownMode,
     DEFAULT_K,
@@ -54,15 +56,22 @@ pub struct SearchConfig {
     pub clause_depth: usize,
     /// How many query embeddings to keep in the LRU cache (0: no cache).
     pub query_cache: usize,
-    /// ABSTAIN when the best tool's dense cosine is below this (dense/hybrid).
-    /// 0.30 keeps 90% of answerable golden requests and abstains on about half
-    /// of the out-of-scope ones (BENCHMARKS.md, "Abstain").
+    /// ABSTAIN when the search's confidence, the share of the registry's
+    /// calibration requests that score below it ([`calibration`]), is below
+    /// this, unless the retrievers agree on the first tool. Chosen by
+    /// leave-one-dataset-out (BENCHMARKS.md, "Held-out sets").
+    pub abstain_below: f32,
+    /// Also ABSTAIN when the best tool's dense cosine is below this (dense
+    /// and hybrid); -1, the default, leaves the decision to the calibrated
+    /// confidence.
     pub min_dense: f32,
-    /// ABSTAIN when the best BM25 score per query term is below this (lexical).
-    /// BM25 scores do not separate out-of-scope requests (measured AUROC below
-    /// 0.5 on the golden set), so the default only abstains when nothing matches.
+    /// Also ABSTAIN when the best BM25 score per query term is below this
+    /// (lexical mode); 0, the default, leaves it to the calibrated confidence.
     pub min_lexical: f32,
 }
+
+/// The default `abstain-below`, chosen by leave-one-dataset-out.
+pub const DEFAULT_ABSTAIN_BELOW: f32 = 0.64;
 
 impl Default for SearchConfig {
     fn default() -> Self {
@@ -73,7 +82,8 @@ impl Default for SearchConfig {
             clause_penalty: 0.0,
             clause_depth: 10,
             query_cache: 1024,
-            min_dense: 0.30,
+            abstain_below: DEFAULT_ABSTAIN_BELOW,
+            min_dense: -1.0,
             min_lexical: 0.0,
         }
     }
@@ -93,6 +103,10 @@ pub struct Searcher {
     retrievers: Vec<Arc<dyn Retriever>>,
     /// The dense retriever, also in `retrievers`, for [`Searcher::embed_query`].
     dense: Option<Arc<dense::DenseRetriever>>,
+    /// The lexical retriever, also in `retrievers`, for `min-lexical`.
+    lexical: Arc<lexical::LexicalRetriever>,
+    /// The registry's noise, from the generation's calibration.
+    calibrator: Calibrator,
     config: SearchConfig,
 }
 
@@ -154,9 +168,8 @@ impl Searcher {
                 manifest.counts.tools
             )));
         }
-        let mut retrievers: Vec<Arc<dyn Retriever>> = vec![Arc::new(
-            lexical::LexicalRetriever::open(&gen, config.min_lexical)?,
-        )];
+        let lexical = Arc::new(lexical::LexicalRetriever::open(&gen, config.min_lexical)?);
+        let mut retrievers: Vec<Arc<dyn Retriever>> = vec![lexical.clone()];
         let dense = match embedder {
             Some(e) if !manifest.lexical_only => Some(Arc::new(dense::DenseRetriever::open(
                 &gen,
@@ -170,6 +183,20 @@ impl Searcher {
         if let Some(d) = &dense {
             retrievers.push(d.clone());
         }
+        let calibration = match calibration::read(&gen)? {
+            Some(c) if dense.is_none() || c.retrievers.iter().any(|r| r == dense::ID) => c,
+            _ => {
+                // Built before calibration was stored, or measured without
+                // the dense side: measure now (about a second with the model).
+                tracing::warn!(
+                    "{}: the index holds no calibration for these retrievers; measuring it now \
+                     (rebuild the index to store it)",
+                    gen.display()
+                );
+                calibration::measure(&lexical, dense.as_deref(), None)?
+            }
+        };
+        let calibrator = Calibrator::new(&calibration);
         let by_id = tools
             .iter()
             .enumerate()
@@ -182,6 +209,8 @@ impl Searcher {
             by_id,
             retrievers,
             dense,
+            lexical,
+            calibrator,
             config,
         })
     }
@@ -220,6 +249,11 @@ impl Searcher {
     /// All tools, in ordinal order.
     pub fn tools(&self) -> &[ToolDef] {
         &self.tools
+    }
+
+    /// The registry's noise, as measured by its calibration.
+    pub fn calibrator(&self) -> &Calibrator {
+        &self.calibrator
     }
 
     /// Whether dense and hybrid modes are available.
@@ -334,6 +368,12 @@ impl Searcher {
             .collect()
     }
 
+    /// A retriever's calibrated evidence on its list (see [`calibration`]).
+    fn evidence(&self, r: &dyn Retriever, list: &[(u32, f32)]) -> f32 {
+        list.first()
+            .map_or(0.0, |x| self.calibrator.evidence(r.id(), x.1))
+    }
+
     /// One list is the ranking as it is; several are fused.
     fn fuse(&self, lists: &[Retrieved<'_>]) -> Vec<(u32, f32)> {
         if let [(_, only)] = lists {
@@ -346,10 +386,44 @@ impl Searcher {
                 retriever: r.id(),
                 normalise: r.normalise(),
                 weight: r.weight(&fusion),
+                evidence: self.evidence(*r, ranked),
                 ranked,
             })
             .collect();
         fuse(fusion, &tagged)
+    }
+
+    /// The confidence of a search: the retrievers' calibrated shares (how
+    /// many unrelated calibration requests score below this request's best),
+    /// mixed with the fusion's weights; one retriever's share in a
+    /// single-retriever mode. Retrievers the calibration did not measure
+    /// are left out.
+    fn confidence(&self, lists: &[Retrieved<'_>]) -> f32 {
+        let fusion = self.config.fusion;
+        let w = fusion.calibration_weight();
+        let (mut sum, mut weights) = (0f32, 0f32);
+        for (r, list) in lists {
+            if !self.calibrator.knows(r.id()) {
+                continue;
+            }
+            let weight = match (lists.len(), r.id()) {
+                (1, _) => 1.0,
+                (_, lexical::ID) => 1.0 - w,
+                (_, dense::ID) => w,
+                _ => 1.0,
+            };
+            let share = list
+                .first()
+                .and_then(|x| self.calibrator.share(r.id(), x.1))
+                .unwrap_or(0.0);
+            sum += weight * share;
+            weights += weight;
+        }
+        if weights > 0.0 {
+            (sum / weights).clamp(0.0, 1.0)
+        } else {
+            0.0
+        }
     }
 
     /// The top `k` of `ranked`, with each retriever's evidence; pinned tools
@@ -392,8 +466,11 @@ impl Searcher {
         hits
     }
 
-    /// The confidence (from the mode's evidence retriever, see
-    /// [`Mode::evidence`]) and the decision taken on it.
+    /// The confidence ([`Searcher::confidence`]) and the decision taken on
+    /// it: NAVIGATE when the retrievers put the same tool first, each better
+    /// than [`calibration::AGREEMENT`] of the calibration requests, or when
+    /// the confidence reaches `abstain-below`; ABSTAIN otherwise, and when an
+    /// absolute floor (`min-dense`, `min-lexical`) is set and missed.
     fn decide(
         &self,
         mode: Mode,
@@ -401,22 +478,39 @@ impl Searcher {
         ranked: &[(u32, f32)],
         lists: &[Retrieved<'_>],
     ) -> (f32, Decision, Option<String>) {
-        let Some((judge, list)) = lists.iter().find(|(r, _)| r.id() == mode.evidence()) else {
+        if lists.is_empty() {
             return (0.0, Decision::Abstain, Some("no retriever ran".into()));
-        };
-        let confidence = judge.confidence(query, list);
+        }
         if ranked.is_empty() {
             return (
-                confidence,
+                0.0,
                 Decision::Abstain,
                 Some("no tool in the index matches any word of the request".into()),
             );
         }
-        let threshold = judge.min_confidence();
-        if confidence >= threshold {
+        let confidence = self.confidence(lists);
+        if let Some(reason) = self.below_absolute_floor(mode, query, lists) {
+            return (confidence, Decision::Abstain, Some(reason));
+        }
+        let firsts: Vec<Option<u32>> = lists
+            .iter()
+            .map(|(r, l)| {
+                l.first()
+                    .filter(|x| {
+                        self.calibrator
+                            .share(r.id(), x.1)
+                            .is_none_or(|s| s > calibration::AGREEMENT)
+                    })
+                    .map(|x| x.0)
+            })
+            .collect();
+        let agree =
+            lists.len() > 1 && firsts[0].is_some() && firsts.iter().all(|f| *f == firsts[0]);
+        let threshold = self.config.abstain_below;
+        if agree || confidence >= threshold {
             return (confidence, Decision::Navigate, None);
         }
-        let misses: Vec<String> = list
+        let misses: Vec<String> = ranked
             .iter()
             .take(3)
             .map(|(o, s)| format!("tool://{} ({s:.2})", self.tools[*o as usize].id))
@@ -425,11 +519,43 @@ impl Searcher {
             confidence,
             Decision::Abstain,
             Some(format!(
-                "no tool is close enough: best {} {confidence:.2} is below {threshold:.2}; nearest misses: {}",
-                judge.confidence_name(),
+                "no tool is close enough: the best matches score above only {:.0}% of the \
+                 unrelated calibration requests on this registry (abstain-below {:.0}%); \
+                 nearest misses: {}",
+                confidence * 100.0,
+                threshold * 100.0,
                 misses.join(", ")
             )),
         )
+    }
+
+    /// The reason to ABSTAIN when `min-dense` or `min-lexical` is set and
+    /// the search's best raw score misses it.
+    fn below_absolute_floor(
+        &self,
+        mode: Mode,
+        query: &str,
+        lists: &[Retrieved<'_>],
+    ) -> Option<String> {
+        let list = |id: &str| lists.iter().find(|(r, _)| r.id() == id).map(|(_, l)| l);
+        match mode {
+            Mode::Lexical => {
+                let l = list(lexical::ID)?;
+                let per_term = self.lexical.score_per_term(query, l);
+                let min = self.lexical.min_score_per_term();
+                (per_term < min).then(|| {
+                    format!("no tool is close enough: best BM25 per query term {per_term:.2} is below min-lexical {min:.2}")
+                })
+            }
+            Mode::Dense | Mode::Hybrid => {
+                let d = self.dense.as_ref()?;
+                let best = list(dense::ID)?.first().map_or(0.0, |x| x.1);
+                let min = d.min_cosine();
+                (best < min).then(|| {
+                    format!("no tool is close enough: best cosine {best:.2} is below min-dense {min:.2}")
+                })
+            }
+        }
     }
 }
 

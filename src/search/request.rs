@@ -41,15 +41,6 @@ impl Mode {
             Mode::Dense => id == super::dense::ID,
         }
     }
-
-    /// The retriever whose confidence decides NAVIGATE or ABSTAIN in this
-    /// mode: the dense cosine in dense and hybrid modes, BM25 in lexical mode.
-    pub fn evidence(self) -> &'static str {
-        match self {
-            Mode::Lexical => super::lexical::ID,
-            Mode::Hybrid | Mode::Dense => super::dense::ID,
-        }
-    }
 }
 
 impl std::fmt::Display for Mode {

@@ -6,9 +6,10 @@
 //! `(tool ordinal, score)` best first. The built-in ones are
 //! [`super::lexical::LexicalRetriever`] and [`super::dense::DenseRetriever`];
 //! adding another is one file implementing this trait plus
-//! [`super::Searcher::with_retriever`].
+//! [`super::Searcher::with_retriever`]. How much a retriever's list counts on
+//! a query follows the registry's calibration ([`super::calibration`]).
 
-use super::fusion::{Fusion, Normalise, Ranked};
+use super::fusion::{Fusion, Normalise};
 use crate::error::Result;
 
 /// A filter on tool ordinals: `true` keeps the tool.
@@ -41,21 +42,4 @@ pub trait Retriever: Send + Sync {
         depth: usize,
         keep: Option<Keep<'_>>,
     ) -> Result<Vec<(u32, f32)>>;
-
-    /// The evidence, from this retriever's own list for `query`, that the best
-    /// tool fits: by default its score.
-    fn confidence(&self, query: &str, list: &Ranked) -> f32 {
-        let _ = query;
-        list.first().map_or(0.0, |x| x.1)
-    }
-
-    /// What [`Retriever::confidence`] measures, for an ABSTAIN reason.
-    fn confidence_name(&self) -> &str {
-        "score"
-    }
-
-    /// ABSTAIN when the confidence is below this.
-    fn min_confidence(&self) -> f32 {
-        0.0
-    }
 }

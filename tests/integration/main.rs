@@ -14,3 +14,4 @@ mod mcp;
 mod query;
 mod registry;
 mod server;
+mod transfer;

@@ -1,0 +1,82 @@
+//! # Each retriever's raw list, for fusion research
+//!
+//! Prints, for every request of a JSONL file (`{"id", "query"}` per line),
+//! what fusion starts from: each retriever's top `DEPTH` tools with their raw
+//! scores (BM25, cosine), and the request's analysed terms with their
+//! statistics in the index (document frequency and largest impact, or null
+//! for a term no tool has). `scripts/lodo` reads this to compare fusion and
+//! abstain rules offline, over every labelled set, with each set held out.
+//!
+//! ```text
+//! cargo run --release --example retriever_lists -- INDEX QUERIES.jsonl [DEPTH] > lists.jsonl
+//! ```
+//!
+//! The first line is `{"tools": [ids in ordinal order], "terms": N}`; then
+//! one line per request: `{"id", "terms": [[term, df, max]], "lexical":
+//! [[ordinal, score]], "dense": [[ordinal, score]]}`. The model is found as
+//! the binary finds it (`TOOLRAG_MODEL_DIR`, then `./models`).
+
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use toolrag::embed::{EmbedOptions, Embedder, FastEmbedder, ModelDir};
+use toolrag::search::lexical::LexicalRetriever;
+use toolrag::search::{SearchConfig, Searcher};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [index, queries, rest @ ..] = args.as_slice() else {
+        return Err("usage: retriever_lists INDEX QUERIES.jsonl [DEPTH]".into());
+    };
+    let depth: usize = rest.first().map_or(Ok(50), |d| d.parse())?;
+    let dir = ModelDir::locate(None)?;
+    let embedder: Arc<dyn Embedder> = Arc::new(FastEmbedder::load(&dir, &EmbedOptions::default())?);
+    let searcher = Searcher::open(
+        &PathBuf::from(index),
+        Some(embedder),
+        SearchConfig::default(),
+    )?;
+    let lexical = searcher
+        .retriever("lexical")
+        .ok_or("no lexical retriever")?;
+    let dense = searcher.retriever("dense").ok_or("no dense side")?;
+    // The concrete lexical retriever, for term statistics.
+    let gen = searcher.generation().to_path_buf();
+    let stats = LexicalRetriever::open(&gen, 0.0)?;
+    let out = std::io::stdout();
+    let mut out = out.lock();
+    let ids: Vec<&str> = searcher.tools().iter().map(|t| t.id.as_str()).collect();
+    writeln!(
+        out,
+        "{}",
+        json!({"tools": ids, "terms": stats.impacts().terms()})
+    )?;
+    let file = std::io::BufReader::new(std::fs::File::open(queries)?);
+    for (n, line) in file.lines().enumerate() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let q: Value =
+            serde_json::from_str(&line).map_err(|e| format!("{queries}:{}: {e}", n + 1))?;
+        let text = q["query"].as_str().ok_or("a line without `query`")?.trim();
+        let terms: Vec<Value> = stats
+            .analyse(text)
+            .into_iter()
+            .map(|t| match stats.impacts().term_stats(&t) {
+                Some((df, max)) => json!([t, df, max]),
+                None => json!([t, null, null]),
+            })
+            .collect();
+        let l = lexical.retrieve(text, depth, None)?;
+        let d = dense.retrieve(text, depth, None)?;
+        writeln!(
+            out,
+            "{}",
+            json!({"id": q["id"], "terms": terms, "lexical": l, "dense": d})
+        )?;
+    }
+    Ok(())
+}
