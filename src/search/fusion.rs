@@ -328,14 +328,19 @@ mod tests {
             let first = next(50) as u32;
             let mut lexical = vec![(first, 30.0)];
             let mut dense = vec![(first, 0.9)];
+            // A list holds each tool once.
             for i in 0..next(20) {
-                lexical.push((next(50) as u32, 29.0 - i as f32));
+                let o = next(50) as u32;
+                if !lexical.iter().any(|x| x.0 == o) {
+                    lexical.push((o, 29.0 - i as f32));
+                }
             }
             for i in 0..next(20) {
-                dense.push((next(50) as u32, 0.85 - 0.01 * i as f32));
+                let o = next(50) as u32;
+                if !dense.iter().any(|x| x.0 == o) {
+                    dense.push((o, 0.85 - 0.01 * i as f32));
+                }
             }
-            lexical.dedup_by_key(|x| x.0);
-            dense.dedup_by_key(|x| x.0);
             let (el, ed) = (next(101) as f32 / 100.0, next(101) as f32 / 100.0);
             let fused = fuse(CALIBRATED, &calibrated(&lexical, el, &dense, ed));
             assert_eq!(fused[0].0, first, "{lexical:?} {dense:?} {el} {ed}");

@@ -100,7 +100,7 @@ fn the_confidence_is_a_share_of_unrelated_requests() {
     let s = searcher();
     let related = s
         .search(&SearchRequest::new(
-            "show me the last 5 commits of the repo at /src/app",
+            "create a new branch called feature-x in /src/app",
         ))
         .unwrap();
     let unrelated = s
@@ -112,7 +112,7 @@ fn the_confidence_is_a_share_of_unrelated_requests() {
         assert!((0.0..=1.0).contains(&r.confidence), "{}", r.confidence);
         assert!(r.hits.iter().all(|h| (0.0..=1.0).contains(&h.score)));
     }
-    assert_eq!(related.hits[0].id, "git/git_log");
+    assert_eq!(related.hits[0].id, "git/git_create_branch");
     assert_eq!(related.decision, Decision::Navigate);
     assert_eq!(unrelated.decision, Decision::Abstain);
     assert!(related.confidence > unrelated.confidence);
