@@ -25,6 +25,9 @@ pub use model::{
     HANDLE_SCHEME,
 };
 
+#[cfg(test)]
+pub(crate) use model::test_tool;
+
 pub(crate) use text::{cut_chars, identifier_parts};
 pub use text::{document_text, parameter_texts, split_identifier};
 

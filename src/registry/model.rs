@@ -223,3 +223,29 @@ pub struct Source {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw_description: Option<String>,
 }
+
+/// A bare tool `<namespace>/<name>` for unit tests.
+#[cfg(test)]
+pub(crate) fn test_tool(namespace: &str, name: &str) -> ToolDef {
+    ToolDef {
+        id: format!("{namespace}/{name}"),
+        name: name.to_string(),
+        namespace: namespace.to_string(),
+        title: None,
+        summary: String::new(),
+        description: String::new(),
+        input_schema: serde_json::json!({"type": "object"}),
+        tags: vec![],
+        annotations: Annotations::default(),
+        examples: vec![],
+        edge_cases: vec![],
+        not_for: vec![],
+        deprecated: None,
+        source: Source {
+            format: SourceFormat::Jsonl,
+            location: Location::file_start("test.jsonl"),
+            spans: BTreeMap::new(),
+            raw_description: None,
+        },
+    }
+}

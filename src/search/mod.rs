@@ -3,13 +3,15 @@
 //! default), fused.
 //!
 //! A search runs: filter → retrieve with each retriever of the mode → fuse →
-//! pins → decide.
+//! names and deprecation → pins → decide.
 
 mod clauses;
 pub mod dense;
+mod deprecation;
 mod fusion;
 pub mod khipu;
 pub mod lexical;
+mod names;
 mod request;
 mod retriever;
 
@@ -18,6 +20,7 @@ use std::sync::Arc;
 
 pub use clauses::clause_spans;
 pub use fusion::{fuse, Fusion, List, Normalise, Ranked};
+pub use names::MAX_NAMED_PER_TOKEN;
 pub use request::{
     Decision, Evidence, Hit, Mode, RetrieverEvidence, SearchRequest, SearchResult, UnknownMode,
     DEFAULT_K,
@@ -93,6 +96,8 @@ pub struct Searcher {
     retrievers: Vec<Arc<dyn Retriever>>,
     /// The dense retriever, also in `retrievers`, for [`Searcher::embed_query`].
     dense: Option<Arc<dense::DenseRetriever>>,
+    /// The step after fusion: exact names and deprecation.
+    names: names::Names,
     config: SearchConfig,
 }
 
@@ -175,6 +180,7 @@ impl Searcher {
             .enumerate()
             .map(|(i, t)| (t.id.clone(), i as u32))
             .collect();
+        let names = names::Names::new(&tools);
         Ok(Searcher {
             dir: gen,
             manifest,
@@ -182,6 +188,7 @@ impl Searcher {
             by_id,
             retrievers,
             dense,
+            names,
             config,
         })
     }
@@ -245,7 +252,7 @@ impl Searcher {
     }
 
     /// Answers one request: filter → retrieve with each retriever of the
-    /// mode → fuse → pins → decide.
+    /// mode → fuse → names and deprecation → pins → decide.
     pub fn search(&self, req: &SearchRequest) -> Result<SearchResult> {
         let query = cut_chars(req.query.trim(), MAX_QUERY_CHARS);
         if query.is_empty() {
@@ -260,8 +267,12 @@ impl Searcher {
 
         let lists = self.retrieve(mode, query, depth, keep)?;
         let ranked = self.fuse(&lists);
-        let hits = self.hits(&ranked, &lists, &pins, k);
-        let (confidence, decision, abstain_reason) = self.decide(mode, query, &ranked, &lists);
+        let step = self.names.apply(query, ranked, keep);
+        let ranked = &step.ranked;
+        let mut hits = self.hits(ranked, &lists, &pins, k);
+        step.annotate(&mut hits, |id| self.ordinal(id));
+        let (confidence, decision, abstain_reason) =
+            self.decide(mode, query, ranked, &lists, step.named);
         Ok(SearchResult {
             query: req.query.clone(),
             mode,
@@ -270,6 +281,12 @@ impl Searcher {
             abstain_reason,
             confidence,
         })
+    }
+
+    /// The ordinal and card of the tool with this id.
+    fn ordinal(&self, id: &str) -> Option<(u32, &ToolDef)> {
+        let &o = self.by_id.get(id)?;
+        Some((o, &self.tools[o as usize]))
     }
 
     /// The ordinals of the pinned tools, each once; an unknown one is an error.
@@ -375,6 +392,7 @@ impl Searcher {
                 retrievers,
                 pinned,
                 summary: t.summary.clone(),
+                note: None,
             }
         };
         let missing_pins: Vec<u32> = pins
@@ -393,18 +411,23 @@ impl Searcher {
     }
 
     /// The confidence (from the mode's evidence retriever, see
-    /// [`Mode::evidence`]) and the decision taken on it.
+    /// [`Mode::evidence`]) and the decision taken on it. A request that
+    /// `named` a tool exactly is never ABSTAINed.
     fn decide(
         &self,
         mode: Mode,
         query: &str,
         ranked: &[(u32, f32)],
         lists: &[Retrieved<'_>],
+        named: bool,
     ) -> (f32, Decision, Option<String>) {
         let Some((judge, list)) = lists.iter().find(|(r, _)| r.id() == mode.evidence()) else {
             return (0.0, Decision::Abstain, Some("no retriever ran".into()));
         };
         let confidence = judge.confidence(query, list);
+        if named {
+            return (confidence, Decision::Navigate, None);
+        }
         if ranked.is_empty() {
             return (
                 confidence,
