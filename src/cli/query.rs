@@ -175,13 +175,14 @@ fn print_one(
                 .map(|(i, h)| {
                     let summary: String = h.summary.chars().take(80).collect();
                     let pin = if h.pinned { " (pinned)" } else { "" };
+                    let note = h.note.as_ref().map_or(String::new(), |n| format!(" ({n})"));
                     vec![
                         (i + 1).to_string(),
                         h.id.clone(),
                         format!("{:.4}", h.score),
                         r(h.retrievers.rank(lexical::ID)),
                         r(h.retrievers.rank(dense::ID)),
-                        format!("{summary}{pin}"),
+                        format!("{summary}{pin}{note}"),
                     ]
                 })
                 .collect();

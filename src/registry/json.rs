@@ -29,6 +29,9 @@ struct JsonTool {
     tags: Vec<String>,
     #[serde(default)]
     annotations: Option<JsonAnnotations>,
+    /// MCP's free metadata; only `deprecated` is read.
+    #[serde(default, rename = "_meta")]
+    meta: Option<Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -44,6 +47,19 @@ struct JsonAnnotations {
     idempotent_hint: Option<bool>,
     #[serde(default)]
     open_world_hint: Option<bool>,
+    /// Not an MCP hint, but servers set it: `true`, or a string saying what
+    /// to use instead. Any other value is ignored, never a load error.
+    #[serde(default)]
+    deprecated: Option<Value>,
+}
+
+/// An explicit deprecation flag: `true` is `Some("")`, a string is itself.
+fn deprecation_flag(value: Option<&Value>) -> Option<&str> {
+    match value? {
+        Value::Bool(true) => Some(""),
+        Value::String(s) if !s.trim().is_empty() => Some(s),
+        _ => None,
+    }
 }
 
 fn file_namespace(path: &Path, opts: &LoadOptions) -> String {
@@ -153,6 +169,7 @@ fn normalise(
         examples: vec![],
         edge_cases: vec![],
         not_for: vec![],
+        deprecated: None,
         source: Source {
             format,
             location,
@@ -162,6 +179,9 @@ fn normalise(
     };
     super::merge_docstring(&mut tool, super::parse_docstring(&description));
     tool.summary = super::first_sentence(&tool.description);
+    let flag = deprecation_flag(ann.deprecated.as_ref())
+        .or_else(|| deprecation_flag(raw.meta.as_ref().and_then(|m| m.get("deprecated"))));
+    tool.deprecated = super::deprecation::detect(&tool.deprecation_texts(), flag);
     Ok(tool)
 }
 

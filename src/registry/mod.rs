@@ -7,6 +7,7 @@
 //! Loading never panics and never drops a tool silently: every problem becomes a
 //! [`LoadError`] with a file, line and column, and all of them are reported.
 
+mod deprecation;
 mod docstring;
 mod json;
 mod model;
@@ -20,8 +21,12 @@ use rayon::prelude::*;
 
 pub use docstring::{parse as parse_docstring, DocParts};
 pub use model::{
-    Annotations, Boundary, EdgeCase, Example, Source, SourceFormat, ToolDef, HANDLE_SCHEME,
+    Annotations, Boundary, Deprecation, EdgeCase, Example, Source, SourceFormat, ToolDef,
+    HANDLE_SCHEME,
 };
+
+#[cfg(test)]
+pub(crate) use model::test_tool;
 
 pub(crate) use text::{cut_chars, identifier_parts};
 pub use text::{document_text, parameter_texts, split_identifier};
@@ -117,14 +122,37 @@ impl Registry {
         for (i, t) in kept.iter().enumerate() {
             by_name.entry(t.name.clone()).or_default().push(i);
         }
-        (
-            Registry {
-                tools: kept,
-                by_id,
-                by_name,
-            },
-            errors,
-        )
+        let mut registry = Registry {
+            tools: kept,
+            by_id,
+            by_name,
+        };
+        registry.resolve_replacements();
+        (registry, errors)
+    }
+
+    /// Sets each deprecated tool's `replacement_id` to the tool its
+    /// replacement resolves to ([`Registry::resolve_ref`]), unless that is
+    /// the tool itself.
+    fn resolve_replacements(&mut self) {
+        let resolved: Vec<(usize, Option<String>)> = self
+            .tools
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| {
+                let written = t.deprecated.as_ref()?.replacement.as_deref()?;
+                let target = self
+                    .resolve_ref(t, written)
+                    .filter(|r| r.id != t.id)
+                    .map(|r| r.id.clone());
+                Some((i, target))
+            })
+            .collect();
+        for (i, target) in resolved {
+            if let Some(d) = self.tools[i].deprecated.as_mut() {
+                d.replacement_id = target;
+            }
+        }
     }
 
     /// All tools, in load order.
@@ -166,6 +194,16 @@ impl Registry {
             [only] => Some(&self.tools[*only]),
             _ => None,
         }
+    }
+
+    /// The tools named `name`, in load order (several when namespaces share
+    /// a name).
+    pub fn named(&self, name: &str) -> impl Iterator<Item = &ToolDef> {
+        self.by_name
+            .get(name)
+            .into_iter()
+            .flatten()
+            .map(|&i| &self.tools[i])
     }
 
     /// The distinct namespaces, sorted.

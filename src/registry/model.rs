@@ -48,6 +48,11 @@ pub struct ToolDef {
     /// Boundaries with neighbouring tools: when to use another tool instead.
     #[serde(default)]
     pub not_for: Vec<Boundary>,
+    /// Set when the tool says it is deprecated (its text, or MCP
+    /// `annotations.deprecated` / `_meta.deprecated`). Absent in indexes
+    /// built before it existed, which read as "not deprecated".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deprecated: Option<Deprecation>,
     /// Where the tool was defined.
     pub source: Source,
 }
@@ -65,6 +70,27 @@ impl ToolDef {
             .and_then(Value::as_object)
             .into_iter()
             .flat_map(|m| m.iter())
+    }
+
+    /// What a search hit or a candidate note says of a deprecated tool:
+    /// `deprecated: use tool://<id> instead` when its replacement is known,
+    /// `deprecated` when it is not; `None` for a tool that is not deprecated.
+    pub fn deprecation_note(&self) -> Option<String> {
+        let d = self.deprecated.as_ref()?;
+        Some(match &d.replacement_id {
+            Some(id) => format!("deprecated: use {HANDLE_SCHEME}{id} instead"),
+            None => "deprecated".to_string(),
+        })
+    }
+
+    /// The texts that can say the tool is deprecated, in the order they are
+    /// read: description, summary, title.
+    pub(crate) fn deprecation_texts(&self) -> [&str; 3] {
+        [
+            &self.description,
+            &self.summary,
+            self.title.as_deref().unwrap_or(""),
+        ]
     }
 
     /// Whether `name` is listed in the schema's `required` array.
@@ -124,6 +150,22 @@ impl Annotations {
     }
 }
 
+/// A tool's deprecation, and the tool to use instead when it names one.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Deprecation {
+    /// The replacement as the tool's text names it (`read_text_file` in "Use
+    /// read_text_file instead"), when it names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replacement: Option<String>,
+    /// The id of the tool `replacement` resolves to (a tool of the same
+    /// namespace first, then one unique in the registry). Set by
+    /// [`crate::registry::Registry`] when it is built; `None` when the
+    /// replacement names no tool of the registry, or the tool itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replacement_id: Option<String>,
+}
+
 /// An example request in words, plus the arguments it should produce.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Example {
@@ -180,4 +222,30 @@ pub struct Source {
     /// The full original docstring, for free-text formats.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw_description: Option<String>,
+}
+
+/// A bare tool `<namespace>/<name>` for unit tests.
+#[cfg(test)]
+pub(crate) fn test_tool(namespace: &str, name: &str) -> ToolDef {
+    ToolDef {
+        id: format!("{namespace}/{name}"),
+        name: name.to_string(),
+        namespace: namespace.to_string(),
+        title: None,
+        summary: String::new(),
+        description: String::new(),
+        input_schema: serde_json::json!({"type": "object"}),
+        tags: vec![],
+        annotations: Annotations::default(),
+        examples: vec![],
+        edge_cases: vec![],
+        not_for: vec![],
+        deprecated: None,
+        source: Source {
+            format: SourceFormat::Jsonl,
+            location: Location::file_start("test.jsonl"),
+            spans: BTreeMap::new(),
+            raw_description: None,
+        },
+    }
 }

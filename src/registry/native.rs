@@ -49,6 +49,9 @@ struct NativeAnnotations {
     idempotent_hint: Option<bool>,
     #[serde(default, alias = "openWorldHint", alias = "open_world")]
     open_world_hint: Option<bool>,
+    /// The tool is deprecated (MCP servers' `annotations.deprecated`).
+    #[serde(default)]
+    deprecated: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -248,6 +251,7 @@ pub(super) fn load(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
                 when: b.when,
             })
             .collect(),
+        deprecated: None,
         source: Source {
             format: SourceFormat::Toml,
             location,
@@ -261,6 +265,8 @@ pub(super) fn load(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
         Some(s) if !s.trim().is_empty() => s.trim().to_string(),
         _ => super::first_sentence(&tool.description),
     };
+    let flag = (native.annotations.deprecated == Some(true)).then_some("");
+    tool.deprecated = super::deprecation::detect(&tool.deprecation_texts(), flag);
     Ok(tool)
 }
 

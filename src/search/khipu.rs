@@ -163,8 +163,13 @@ pub struct CandidateSet {
     pub retrieval: Retrieval,
 }
 
-/// The routing note of a tool: `namespace · tags · summary`, cut to
-/// [`MAX_NOTE_CHARS`] at a word boundary. Never the full docstring.
+/// The routing note of a tool: `namespace [tags]: summary`, cut to
+/// [`MAX_NOTE_CHARS`] at a word boundary. Never the full docstring. A
+/// deprecated tool says so before its summary, where the cut cannot reach:
+/// `filesystem: (deprecated: use tool://filesystem/read_text_file instead)
+/// Read the complete contents of a file as text.` The contract's `note` is
+/// routing metadata, and a deprecation is that; the candidate has no other
+/// field for it (`additionalProperties: false`).
 pub fn note(tool: &ToolDef) -> String {
     let mut s = tool.namespace.clone();
     if !tool.tags.is_empty() {
@@ -173,6 +178,11 @@ pub fn note(tool: &ToolDef) -> String {
         s.push(']');
     }
     s.push_str(": ");
+    if let Some(deprecated) = tool.deprecation_note() {
+        s.push('(');
+        s.push_str(&deprecated);
+        s.push_str(") ");
+    }
     s.push_str(
         &tool
             .summary

@@ -3,14 +3,16 @@
 //! default), fused.
 //!
 //! A search runs: filter → retrieve with each retriever of the mode → fuse →
-//! pins → decide.
+//! names and deprecation → pins → decide.
 
 pub mod calibration;
 mod clauses;
 pub mod dense;
+mod deprecation;
 mod fusion;
 pub mod khipu;
 pub mod lexical;
+mod names;
 mod request;
 mod retriever;
 
@@ -20,6 +22,7 @@ use std::sync::Arc;
 pub use calibration::{Calibration, CalibrationSummary, Calibrator};
 pub use clauses::clause_spans;
 pub use fusion::{fuse, Fusion, List, Normalise, Ranked, DEFAULT_DENSE_WEIGHT};
+pub use names::MAX_NAMED_PER_TOKEN;
 pub use request::{
     Decision, Evidence, Hit, Mode, RetrieverEvidence, SearchRequest, SearchResult, UnknownMode,
     DEFAULT_K,
@@ -107,6 +110,8 @@ pub struct Searcher {
     lexical: Arc<lexical::LexicalRetriever>,
     /// The registry's noise, from the generation's calibration.
     calibrator: Calibrator,
+    /// The step after fusion: exact names and deprecation.
+    names: names::Names,
     config: SearchConfig,
 }
 
@@ -202,6 +207,7 @@ impl Searcher {
             .enumerate()
             .map(|(i, t)| (t.id.clone(), i as u32))
             .collect();
+        let names = names::Names::new(&tools);
         Ok(Searcher {
             dir: gen,
             manifest,
@@ -211,6 +217,7 @@ impl Searcher {
             dense,
             lexical,
             calibrator,
+            names,
             config,
         })
     }
@@ -279,7 +286,7 @@ impl Searcher {
     }
 
     /// Answers one request: filter → retrieve with each retriever of the
-    /// mode → fuse → pins → decide.
+    /// mode → fuse → names and deprecation → pins → decide.
     pub fn search(&self, req: &SearchRequest) -> Result<SearchResult> {
         let query = cut_chars(req.query.trim(), MAX_QUERY_CHARS);
         if query.is_empty() {
@@ -294,8 +301,12 @@ impl Searcher {
 
         let lists = self.retrieve(mode, query, depth, keep)?;
         let ranked = self.fuse(&lists);
-        let hits = self.hits(&ranked, &lists, &pins, k);
-        let (confidence, decision, abstain_reason) = self.decide(mode, query, &ranked, &lists);
+        let step = self.names.apply(query, ranked, keep);
+        let ranked = &step.ranked;
+        let mut hits = self.hits(ranked, &lists, &pins, k);
+        step.annotate(&mut hits, |id| self.ordinal(id));
+        let (confidence, decision, abstain_reason) =
+            self.decide(mode, query, ranked, &lists, step.named);
         Ok(SearchResult {
             query: req.query.clone(),
             mode,
@@ -304,6 +315,12 @@ impl Searcher {
             abstain_reason,
             confidence,
         })
+    }
+
+    /// The ordinal and card of the tool with this id.
+    fn ordinal(&self, id: &str) -> Option<(u32, &ToolDef)> {
+        let &o = self.by_id.get(id)?;
+        Some((o, &self.tools[o as usize]))
     }
 
     /// The ordinals of the pinned tools, each once; an unknown one is an error.
@@ -449,6 +466,7 @@ impl Searcher {
                 retrievers,
                 pinned,
                 summary: t.summary.clone(),
+                note: None,
             }
         };
         let missing_pins: Vec<u32> = pins
@@ -467,9 +485,10 @@ impl Searcher {
     }
 
     /// The confidence ([`Searcher::confidence`]) and the decision taken on
-    /// it: NAVIGATE when the retrievers put the same tool first, each better
-    /// than [`calibration::AGREEMENT`] of the calibration requests, or when
-    /// the confidence reaches `abstain-below`; ABSTAIN otherwise, and when an
+    /// it: NAVIGATE when the request `named` a tool exactly, when the
+    /// retrievers put the same tool first, each better than
+    /// [`calibration::AGREEMENT`] of the calibration requests, or when the
+    /// confidence reaches `abstain-below`; ABSTAIN otherwise, and when an
     /// absolute floor (`min-dense`, `min-lexical`) is set and missed.
     fn decide(
         &self,
@@ -477,6 +496,7 @@ impl Searcher {
         query: &str,
         ranked: &[(u32, f32)],
         lists: &[Retrieved<'_>],
+        named: bool,
     ) -> (f32, Decision, Option<String>) {
         if lists.is_empty() {
             return (0.0, Decision::Abstain, Some("no retriever ran".into()));
@@ -489,6 +509,9 @@ impl Searcher {
             );
         }
         let confidence = self.confidence(lists);
+        if named {
+            return (confidence, Decision::Navigate, None);
+        }
         if let Some(reason) = self.below_absolute_floor(mode, query, lists) {
             return (confidence, Decision::Abstain, Some(reason));
         }

@@ -243,6 +243,12 @@ pub struct Hit {
     pub pinned: bool,
     /// The tool's one-line summary.
     pub summary: String,
+    /// Why the hit is where it is when its score does not say it, or what to
+    /// know before using it: `named in the request`, `deprecated: use
+    /// tool://filesystem/read_text_file instead`, `replaces deprecated
+    /// tool://filesystem/read_file` (parts joined by `; `).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// The answer to one search.

@@ -257,7 +257,7 @@ fn rule_explains_one_rule_or_lists_them_all() {
         .stdout(predicate::str::contains("tool poisoning"));
     let out = toolrag().args(["rule"]).output().unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(text.lines().filter(|l| l.starts_with("TR0")).count(), 16);
+    assert_eq!(text.lines().filter(|l| l.starts_with("TR0")).count(), 17);
     toolrag()
         .args(["rule", "nope"])
         .assert()

@@ -11,6 +11,7 @@ mod index;
 mod lint;
 mod lint_cli;
 mod mcp;
+mod names;
 mod query;
 mod registry;
 mod server;

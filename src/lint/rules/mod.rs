@@ -2,6 +2,7 @@
 
 mod confusable_tools;
 mod defaulted_path_parameter;
+mod deprecated_without_replacement;
 mod duplicate_tool_name;
 mod hidden_instructions;
 mod invalid_example_arguments;
@@ -37,6 +38,7 @@ pub(crate) static RULES: &[&dyn Rule] = &[
     &vague_description::VagueDescription,
     &oversized_description::OversizedDescription,
     &invalid_input_schema::InvalidInputSchema,
+    &deprecated_without_replacement::DeprecatedWithoutReplacement,
 ];
 
 /// Every rule's code, name, default level and documentation, in code order.
