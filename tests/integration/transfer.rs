@@ -13,6 +13,7 @@ use toolrag::registry::{LoadOptions, Registry};
 use toolrag::search::{calibration, Decision, Fusion, SearchConfig, SearchRequest, Searcher};
 
 use crate::common::{fixture, fresh_embedder};
+use crate::server::harness::copy_dir;
 
 /// One index of the reference servers for every test here.
 fn reference_index() -> &'static Path {
@@ -164,18 +165,5 @@ fn the_build_stores_its_calibration_and_an_old_index_is_measured_on_open() {
         assert_eq!(ids(&a), ids(&b), "{q}");
         assert_eq!(a.decision, b.decision, "{q}");
         assert!((a.confidence - b.confidence).abs() < 0.02, "{q}");
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
     }
 }
