@@ -11,6 +11,9 @@
 //! cargo run --release --example retriever_lists -- INDEX QUERIES.jsonl [DEPTH] > lists.jsonl
 //! ```
 //!
+//! With `TOOLRAG_CLAUSE_VECTORS=0` the dense side searches with the whole
+//! request only (no clause vectors), to check what they buy on held-out sets.
+//!
 //! The first line is `{"tools": [ids in ordinal order], "terms": N}`; then
 //! one line per request: `{"id", "terms": [[term, df, max]], "lexical":
 //! [[ordinal, score]], "dense": [[ordinal, score]]}`. The model is found as
@@ -33,11 +36,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let depth: usize = rest.first().map_or(Ok(50), |d| d.parse())?;
     let dir = ModelDir::locate(None)?;
     let embedder: Arc<dyn Embedder> = Arc::new(FastEmbedder::load(&dir, &EmbedOptions::default())?);
-    let searcher = Searcher::open(
-        &PathBuf::from(index),
-        Some(embedder),
-        SearchConfig::default(),
-    )?;
+    let mut config = SearchConfig::default();
+    config.clause_vectors = std::env::var("TOOLRAG_CLAUSE_VECTORS").map_or(true, |v| v != "0");
+    let searcher = Searcher::open(&PathBuf::from(index), Some(embedder), config)?;
     let lexical = searcher
         .retriever("lexical")
         .ok_or("no lexical retriever")?;
