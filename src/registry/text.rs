@@ -88,11 +88,20 @@ pub fn document_text(tool: &ToolDef) -> String {
         s.push(')');
     }
     s.push_str(": ");
-    s.push_str(&tool.summary);
-    if !tool.description.is_empty() && tool.description != tool.summary {
-        s.push(' ');
-        s.push_str(&tool.description);
+    // The summary is usually the description's first sentence: embed it once.
+    let flat: String = tool
+        .description
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let summary = tool.summary.trim_end_matches('…');
+    if flat.is_empty() || !flat.starts_with(summary) {
+        s.push_str(&tool.summary);
+        if !flat.is_empty() {
+            s.push(' ');
+        }
     }
+    s.push_str(&flat);
     let params = parameter_texts(tool);
     if !params.is_empty() {
         s.push_str(" Parameters: ");
