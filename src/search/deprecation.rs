@@ -128,7 +128,10 @@ impl Replacements {
                 continue;
             };
             if to > at {
-                let item = ranked.remove(at);
+                // Below its replacement, and scored no higher, so that the
+                // scores still fall down the list.
+                let mut item = ranked.remove(at);
+                item.1 = item.1.min(ranked[to - 1].1);
                 ranked.insert(to, item);
             }
         }
@@ -181,6 +184,14 @@ mod tests {
         );
         // Already below: unchanged.
         assert_eq!(run(&r, &[3, 1, 0], &|_| true), (vec![3, 1, 0], vec![]));
+    }
+
+    #[test]
+    fn a_moved_tool_scores_no_higher_than_its_replacement() {
+        let r = edges(&[(0, 2)]);
+        let mut ranked = vec![(0, 0.99), (1, 0.95), (2, 0.94), (3, 0.5)];
+        r.demote(&mut ranked, &|_| true);
+        assert_eq!(ranked, [(1, 0.95), (2, 0.94), (0, 0.94), (3, 0.5)]);
     }
 
     #[test]

@@ -128,9 +128,10 @@ fn named_tools_go_first_in_fused_order_and_missing_ones_follow() {
 fn the_step_demotes_deprecated_tools_and_then_promotes_names() {
     let names = Names::new(&tools());
     let fused = vec![(2, 0.9), (4, 0.5), (1, 0.4)];
-    // Deprecated read_file goes below read_text_file; nothing is named.
+    // Deprecated read_file goes below read_text_file, scored no higher;
+    // nothing is named.
     let step = names.apply("read a file", fused.clone(), None);
-    assert_eq!(step.ranked, [(4, 0.5), (1, 0.4), (2, 0.9)]);
+    assert_eq!(step.ranked, [(4, 0.5), (1, 0.4), (2, 0.4)]);
     assert!(!step.named);
     assert!(step.notes.is_empty());
     // Named, it comes first all the same.
