@@ -313,11 +313,6 @@ impl ImpactIndex {
         })
     }
 
-    /// How many tools the index holds.
-    pub fn tools(&self) -> u32 {
-        self.tools
-    }
-
     /// How many terms the index holds.
     pub fn terms(&self) -> usize {
         self.maxes.len()
