@@ -45,7 +45,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dense = searcher.retriever("dense").ok_or("no dense side")?;
     // The concrete lexical retriever, for term statistics.
     let gen = searcher.generation().to_path_buf();
-    let stats = LexicalRetriever::open(&gen, 0.0)?;
+    let stats = LexicalRetriever::open(&gen)?;
     let out = std::io::stdout();
     let mut out = out.lock();
     let ids: Vec<&str> = searcher.tools().iter().map(|t| t.id.as_str()).collect();

@@ -518,7 +518,7 @@ fn calibrate(
     vectors: Option<&[Vec<Vec<f32>>]>,
 ) -> Result<crate::search::Calibration> {
     use crate::search::{dense::DenseRetriever, lexical::LexicalRetriever, SearchConfig};
-    let lexical = LexicalRetriever::open(staging, 0.0)?;
+    let lexical = LexicalRetriever::open(staging)?;
     let dense = match vectors {
         Some(_) => Some(DenseRetriever::open_without_model(
             staging,

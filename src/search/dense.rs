@@ -35,7 +35,6 @@ pub struct DenseRetriever {
     clause_penalty: f32,
     clause_depth: usize,
     query_cache: usize,
-    min_dense: f32,
 }
 
 impl std::fmt::Debug for DenseRetriever {
@@ -84,7 +83,6 @@ impl DenseRetriever {
             clause_penalty: config.clause_penalty,
             clause_depth: config.clause_depth,
             query_cache: config.query_cache,
-            min_dense: config.min_dense,
         })
     }
 
@@ -182,10 +180,5 @@ impl DenseRetriever {
             }
         }
         crate::index::topk::top(best.into_iter().collect(), depth)
-    }
-
-    /// The ABSTAIN threshold on the best cosine (`min-dense`; -1, off, by default).
-    pub fn min_cosine(&self) -> f32 {
-        self.min_dense
     }
 }

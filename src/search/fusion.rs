@@ -141,30 +141,27 @@ pub fn fuse(fusion: Fusion, lists: &[List<'_>]) -> Vec<(u32, f32)> {
                 }
             }
         }
-        Fusion::Weighted { .. } => {
-            for list in lists {
-                for (ord, s) in list.normalise.apply(list.ranked) {
-                    *acc.entry(ord).or_default() += list.weight * s;
-                }
-            }
+        Fusion::Weighted { .. } | Fusion::Calibrated { .. } => {
+            return mix(lists, fusion.is_calibrated())
         }
-        Fusion::Calibrated { .. } => return fuse_calibrated(lists),
     }
     let mut out: Vec<(u32, f32)> = acc.into_iter().collect();
     out.sort_by(crate::index::topk::by_score);
     out
 }
 
-/// Calibrated fusion: each list normalised, weighted by its weight times its
-/// evidence; ties (tools with no weighted evidence among them) go to the
-/// mix without evidence, then to the ordinal.
-fn fuse_calibrated(lists: &[List<'_>]) -> Vec<(u32, f32)> {
+/// Weighted and calibrated fusion: each list normalised and weighted by its
+/// weight, times its evidence when `calibrated` (weighted fusion counts
+/// every list in full). Ties (tools with no weighted evidence among them)
+/// go to the mix without evidence, then to the ordinal.
+fn mix(lists: &[List<'_>], calibrated: bool) -> Vec<(u32, f32)> {
     let mut acc: HashMap<u32, (f32, f32)> =
         HashMap::with_capacity(lists.iter().map(|l| l.ranked.len()).sum());
     for list in lists {
+        let evidence = if calibrated { list.evidence } else { 1.0 };
         for (ord, s) in list.normalise.apply(list.ranked) {
             let e = acc.entry(ord).or_default();
-            e.0 += list.weight * list.evidence * s;
+            e.0 += list.weight * evidence * s;
             e.1 += list.weight * s;
         }
     }

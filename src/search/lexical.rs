@@ -23,7 +23,6 @@ pub const ID: &str = "lexical";
 pub struct LexicalRetriever {
     analyzer: TextAnalyzer,
     impacts: ImpactIndex,
-    min_confidence: f32,
 }
 
 impl std::fmt::Debug for LexicalRetriever {
@@ -37,9 +36,8 @@ impl std::fmt::Debug for LexicalRetriever {
 impl LexicalRetriever {
     /// Opens the impacts of the generation folder `gen`. A generation without
     /// them (built by an older toolrag) is refused as
-    /// [`Error::IncompatibleIndex`]: rebuild it. `min_confidence` is the
-    /// ABSTAIN threshold on the best BM25 score per query term.
-    pub fn open(gen: &Path, min_confidence: f32) -> Result<LexicalRetriever> {
+    /// [`Error::IncompatibleIndex`]: rebuild it.
+    pub fn open(gen: &Path) -> Result<LexicalRetriever> {
         let path = gen.join(impact::FILE);
         let impacts = ImpactIndex::open(&path)?.ok_or_else(|| Error::IncompatibleIndex {
             path: gen.to_path_buf(),
@@ -49,14 +47,7 @@ impl LexicalRetriever {
         Ok(LexicalRetriever {
             analyzer: analyzer(),
             impacts,
-            min_confidence,
         })
-    }
-
-    /// The ABSTAIN threshold on the best BM25 score per query term
-    /// (`min-lexical`), in lexical mode.
-    pub fn min_score_per_term(&self) -> f32 {
-        self.min_confidence
     }
 
     /// The best BM25 score of `list` divided by the square root of the

@@ -173,7 +173,7 @@ impl Searcher {
                 manifest.counts.tools
             )));
         }
-        let lexical = Arc::new(lexical::LexicalRetriever::open(&gen, config.min_lexical)?);
+        let lexical = Arc::new(lexical::LexicalRetriever::open(&gen)?);
         let mut retrievers: Vec<Arc<dyn Retriever>> = vec![lexical.clone()];
         let dense = match embedder {
             Some(e) if !manifest.lexical_only => Some(Arc::new(dense::DenseRetriever::open(
@@ -416,18 +416,19 @@ impl Searcher {
     /// single-retriever mode. Retrievers the calibration did not measure
     /// are left out.
     fn confidence(&self, lists: &[Retrieved<'_>]) -> f32 {
-        let fusion = self.config.fusion;
-        let w = fusion.calibration_weight();
+        // The fusion's weights; RRF has none, and mixes evenly.
+        let mix = Fusion::Weighted {
+            dense_weight: self.config.fusion.calibration_weight(),
+        };
         let (mut sum, mut weights) = (0f32, 0f32);
         for (r, list) in lists {
             if !self.calibrator.knows(r.id()) {
                 continue;
             }
-            let weight = match (lists.len(), r.id()) {
-                (1, _) => 1.0,
-                (_, lexical::ID) => 1.0 - w,
-                (_, dense::ID) => w,
-                _ => 1.0,
+            let weight = if lists.len() == 1 {
+                1.0
+            } else {
+                r.weight(&mix)
             };
             let share = list
                 .first()
@@ -565,15 +566,14 @@ impl Searcher {
             Mode::Lexical => {
                 let l = list(lexical::ID)?;
                 let per_term = self.lexical.score_per_term(query, l);
-                let min = self.lexical.min_score_per_term();
+                let min = self.config.min_lexical;
                 (per_term < min).then(|| {
                     format!("no tool is close enough: best BM25 per query term {per_term:.2} is below min-lexical {min:.2}")
                 })
             }
             Mode::Dense | Mode::Hybrid => {
-                let d = self.dense.as_ref()?;
                 let best = list(dense::ID)?.first().map_or(0.0, |x| x.1);
-                let min = d.min_cosine();
+                let min = self.config.min_dense;
                 (best < min).then(|| {
                     format!("no tool is close enough: best cosine {best:.2} is below min-dense {min:.2}")
                 })
