@@ -1,6 +1,7 @@
 //! The lexical side of the write path: one tantivy document per tool, the
 //! fields BM25 weighs with per-field boosts, and the analyser (a tokenizer that
-//! splits identifiers, then lowercasing and stemming).
+//! splits identifiers and cuts CJK text into bigrams, then lowercasing and
+//! stemming).
 //!
 //! tantivy is the analyser, the statistics and the document store; it does not
 //! score queries. [`super::impact`] reads this index once at build time and
@@ -18,7 +19,7 @@ use tantivy::tokenizer::{
 use tantivy::{Index, TantivyDocument};
 
 use crate::error::{Error, Result};
-use crate::registry::{identifier_parts, parameter_texts, split_identifier, ToolDef};
+use crate::registry::{parameter_texts, split_identifier, term_parts, ToolDef};
 
 /// The name the analyzer is registered under.
 const ANALYZER: &str = "toolrag";
@@ -129,6 +130,10 @@ pub(crate) fn weighted_fields(f: &Fields, b: &FieldBoosts) -> Vec<(Field, f32)> 
 
 /// Splits text into words, and words into identifier parts (`snake_case`,
 /// `camelCase`, `dotted.names`, letters and digits), keeping byte offsets.
+/// Runs of Chinese, Japanese and Korean characters, which have no spaces
+/// between words, become overlapping character bigrams (`读取README文件` →
+/// `读取`, `README`, `文件`; `查询天气` → `查询`, `询天`, `天气`), as
+/// Elasticsearch's `cjk` analyser does.
 #[derive(Clone, Default)]
 pub struct IdentTokenizer {
     tokens: Vec<Token>,
@@ -168,7 +173,7 @@ impl Tokenizer for IdentTokenizer {
             });
             position += 1;
         };
-        identifier_parts(text, |from, to| push(from, to, &mut self.tokens));
+        term_parts(text, |from, to| push(from, to, &mut self.tokens));
         IdentTokenStream {
             tokens: &mut self.tokens,
             next: 0,
@@ -291,5 +296,110 @@ mod tests {
     #[test]
     fn non_latin_text_tokenises() {
         assert_eq!(tokens("Tôi cần xe"), ["tôi", "cần", "xe"]);
+    }
+
+    /// The raw tokens of `text` (before lowercasing and stemming) with their
+    /// byte offsets, checking that each token's text is its slice of `text`
+    /// and that positions count up from 0.
+    fn raw_tokens(text: &str) -> Vec<(String, usize, usize)> {
+        let mut t = IdentTokenizer::default();
+        let mut s = t.token_stream(text);
+        let mut out = vec![];
+        while let Some(tok) = s.next() {
+            assert_eq!(&text[tok.offset_from..tok.offset_to], tok.text, "{text}");
+            assert_eq!(tok.position, out.len(), "{text}");
+            out.push((tok.text.clone(), tok.offset_from, tok.offset_to));
+        }
+        out
+    }
+
+    fn texts(text: &str) -> Vec<String> {
+        raw_tokens(text).into_iter().map(|t| t.0).collect()
+    }
+
+    #[test]
+    fn chinese_runs_become_overlapping_bigrams_with_offsets() {
+        // Each of these characters is three bytes in UTF-8.
+        assert_eq!(
+            raw_tokens("查询天气"),
+            [
+                ("查询".to_string(), 0, 6),
+                ("询天".to_string(), 3, 9),
+                ("天气".to_string(), 6, 12)
+            ]
+        );
+        // The analyser (lowercasing, stemming) leaves them as they are.
+        assert_eq!(tokens("查询天气"), ["查询", "询天", "天气"]);
+        assert_eq!(texts("读取文件"), ["读取", "取文", "文件"]);
+        // A lone character stays a unigram; CJK punctuation separates.
+        assert_eq!(texts("查"), ["查"]);
+        assert_eq!(texts("天，气。"), ["天", "气"]);
+        assert_eq!(
+            texts("根据城市名称查询天气。返回「实时」天气"),
+            [
+                "根据", "据城", "城市", "市名", "名称", "称查", "查询", "询天", "天气", "返回",
+                "实时", "天气"
+            ]
+        );
+        // Extension B (four bytes) and compatibility ideographs count.
+        assert_eq!(
+            raw_tokens("𠮷野家"),
+            [("𠮷野".to_string(), 0, 7), ("野家".to_string(), 4, 10)]
+        );
+        assert_eq!(texts("\u{F900}\u{F901}"), ["\u{F900}\u{F901}"]);
+    }
+
+    #[test]
+    fn mixed_latin_and_cjk_text_splits_at_the_script_change() {
+        assert_eq!(
+            raw_tokens("读取README文件"),
+            [
+                ("读取".to_string(), 0, 6),
+                ("README".to_string(), 6, 12),
+                ("文件".to_string(), 12, 18)
+            ]
+        );
+        assert_eq!(
+            texts("用getHTTPCode查询2024年的天气 utf8"),
+            [
+                "用", "get", "HTTP", "Code", "查询", "2024", "年的", "的天", "天气", "utf", "8"
+            ]
+        );
+        assert_eq!(
+            tokens("上传PDF文件到S3"),
+            ["上传", "pdf", "文件", "件到", "s", "3"]
+        );
+        // split_identifier cuts at the same places and keeps a CJK run whole.
+        assert_eq!(
+            split_identifier("读取README文件"),
+            ["读取", "readme", "文件"]
+        );
+        assert_eq!(split_identifier("查询天气"), ["查询天气"]);
+    }
+
+    #[test]
+    fn japanese_and_korean_runs_become_bigrams() {
+        // Hiragana, Katakana (with the prolonged sound mark) and kanji in one run.
+        assert_eq!(
+            texts("ファイルを読む"),
+            ["ファ", "ァイ", "イル", "ルを", "を読", "読む"]
+        );
+        assert_eq!(texts("データ"), ["デー", "ータ"]);
+        // The Katakana middle dot and Japanese punctuation separate.
+        assert_eq!(
+            texts("コピー・ペースト。"),
+            ["コピ", "ピー", "ペー", "ース", "スト"]
+        );
+        // Halfwidth Katakana.
+        assert_eq!(texts("ﾃﾞｰﾀ"), ["ﾃﾞ", "ﾞｰ", "ｰﾀ"]);
+        // Hangul syllables: spaces separate words, each word is bigrammed.
+        assert_eq!(texts("날씨 조회"), ["날씨", "조회"]);
+        assert_eq!(texts("파일을 읽기"), ["파일", "일을", "읽기"]);
+        assert_eq!(
+            tokens("서울 날씨를 알려줘"),
+            ["서울", "날씨", "씨를", "알려", "려줘"]
+        );
+        // Hangul jamo.
+        assert_eq!(texts("ㄱㄴㄷ"), ["ㄱㄴ", "ㄴㄷ"]);
     }
 }

@@ -12,9 +12,16 @@ use super::lexical::FieldBoosts;
 use crate::error::{Error, Result};
 
 /// The on-disk format version. Bump it on any incompatible change to the files
-/// of a generation folder; older or newer indexes are then refused with
-/// [`Error::IncompatibleIndex`].
-pub const FORMAT_VERSION: u32 = 3;
+/// of a generation folder, or to how they are read (the analyser of the
+/// lexical index included); older or newer indexes are then refused with
+/// [`Error::IncompatibleIndex`], whose message says to rebuild.
+///
+/// 4: runs of Chinese, Japanese and Korean characters are indexed as
+/// character bigrams. A format-3 index holds each run as one term, which the
+/// bigrams of a request never match, so CJK text in it would silently go
+/// unfound (and a word glued to CJK text, as `README` in `读取README文件`,
+/// with it); refusing it asks for the rebuild that fixes this.
+pub const FORMAT_VERSION: u32 = 4;
 
 /// The embedding model an index was built with.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -28,7 +28,7 @@ pub use model::{
 #[cfg(test)]
 pub(crate) use model::test_tool;
 
-pub(crate) use text::{cut_chars, identifier_parts};
+pub(crate) use text::{cut_chars, term_parts};
 pub use text::{document_text, parameter_texts, split_identifier};
 
 use crate::error::{Error, LoadError, LoadErrors, Location, Result};

@@ -1,5 +1,6 @@
 //! All integration tests compile into this one binary (see Cargo.toml).
 
+mod cjk;
 mod cli_tools;
 mod common;
 mod config;
