@@ -17,14 +17,15 @@
 //! The first line is `{"tools": [ids in ordinal order], "terms": N}`; then
 //! one line per request: `{"id", "terms": [[term, df, max]], "lexical":
 //! [[ordinal, score]], "dense": [[ordinal, score]]}`. The model is found as
-//! the binary finds it (`TOOLRAG_MODEL_DIR`, then `./models`).
+//! the binary finds it (`TOOLRAG_MODEL_DIR`, then `./models`), or is the one
+//! `TOOLRAG_MODEL` names (a shipped model's name, or a model folder).
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use toolrag::embed::{EmbedOptions, Embedder, FastEmbedder, ModelDir};
+use toolrag::embed::{EmbedOptions, Embedder, FastEmbedder, ModelConfig, ModelDir};
 use toolrag::search::lexical::LexicalRetriever;
 use toolrag::search::{SearchConfig, Searcher};
 
@@ -34,7 +35,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Err("usage: retriever_lists INDEX QUERIES.jsonl [DEPTH]".into());
     };
     let depth: usize = rest.first().map_or(Ok(50), |d| d.parse())?;
-    let dir = ModelDir::locate(None)?;
+    let choice = match std::env::var("TOOLRAG_MODEL") {
+        Ok(m) if std::path::Path::new(&m).is_dir() => ModelConfig {
+            dir: Some(m.into()),
+            ..ModelConfig::default()
+        },
+        Ok(m) if !m.is_empty() => ModelConfig {
+            name: Some(m),
+            ..ModelConfig::default()
+        },
+        _ => ModelConfig::default(),
+    };
+    let dir = ModelDir::select(None, &choice)?;
     let embedder: Arc<dyn Embedder> = Arc::new(FastEmbedder::load(&dir, &EmbedOptions::default())?);
     let mut config = SearchConfig::default();
     config.clause_vectors = std::env::var("TOOLRAG_CLAUSE_VECTORS").map_or(true, |v| v != "0");

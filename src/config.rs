@@ -22,6 +22,10 @@
 //! [index]                              # build settings, recorded in the index
 //! boosts = { name = 0.5, summary = 0.5, description = 0.0, params = 0.0, examples = 0.5, tags = 0.5, namespace = 0.25, all = 1.0 }
 //!
+//! [model]                              # see [`crate::embed::ModelConfig`]
+//! name = "minilm"                      # or dir = "path/to/folder"
+//! query-prefix = ""
+//!
 //! [lint]                               # see [`crate::lint::LintConfig`]
 //! "missing-edge-cases" = "error"
 //! ```
@@ -56,6 +60,7 @@ use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 
+use crate::embed::ModelConfig;
 use crate::error::{Error, Result};
 use crate::index::lexical::FieldBoosts;
 use crate::lint::{LintConfig, Thresholds};
@@ -122,7 +127,7 @@ pub struct IndexConfig {
     pub boosts: Option<FieldBoosts>,
 }
 
-/// A whole `toolrag.toml`: `pinned`, `[search]`, `[index]` and `[lint]`.
+/// A whole `toolrag.toml`: `pinned`, `[search]`, `[index]`, `[model]` and `[lint]`.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct Config {
@@ -133,6 +138,9 @@ pub struct Config {
     pub search: SearchConfig,
     /// Build settings (the `[index]` table).
     pub index: IndexConfig,
+    /// The embedding model (the `[model]` table); a relative `dir` is made
+    /// relative to the file's folder when read from a file.
+    pub model: ModelConfig,
     /// Lint levels, selection, ignores and thresholds (the `[lint]` table).
     pub lint: LintConfig,
     /// The file this configuration was read from; `None` for the defaults or
@@ -159,6 +167,11 @@ impl Config {
             e.file = Some(path.to_path_buf());
             Error::Config(e)
         })?;
+        if let (Some(dir), Some(base)) = (&config.model.dir, path.parent()) {
+            if dir.is_relative() {
+                config.model.dir = Some(base.join(dir));
+            }
+        }
         config.file = Some(path.to_path_buf());
         Ok(config)
     }
@@ -193,7 +206,8 @@ impl Config {
 // Parsing
 
 /// The keys of each table. Tests check them against the types' own fields.
-const TOP_KEYS: &[&str] = &["pinned", "search", "index", "lint"];
+const TOP_KEYS: &[&str] = &["pinned", "search", "index", "model", "lint"];
+const MODEL_KEYS: &[&str] = &["name", "dir", "pooling", "query-prefix", "document-prefix"];
 const SEARCH_KEYS: &[&str] = &[
     "depth",
     "fusion",
@@ -268,6 +282,15 @@ fn parse_text(text: &str) -> std::result::Result<Config, ConfigError> {
     }
     if let Some(v) = top.remove("index") {
         config.index = typed(v, "index").map_err(place)?;
+    }
+    if let Some(v) = top.remove("model") {
+        config.model = typed(v, "model").map_err(place)?;
+        if config.model.name.is_some() && config.model.dir.is_some() {
+            return Err(place(ConfigError::at(
+                "model.dir",
+                "[model] has both `name` and `dir`: give one (a shipped model's name, or a folder)",
+            )));
+        }
     }
     if let Some(v) = top.remove("lint") {
         let table = table_of(v, "lint").map_err(place)?;
@@ -435,6 +458,9 @@ fn check_keys(top: &toml::Table) -> std::result::Result<(), ConfigError> {
         if let Some(toml::Value::Table(b)) = index.get("boosts") {
             known(b, "index.boosts", BOOST_KEYS)?;
         }
+    }
+    if let Some(toml::Value::Table(model)) = top.get("model") {
+        known(model, "model", MODEL_KEYS)?;
     }
     if let Some(toml::Value::Table(lint)) = top.get("lint") {
         if let Some(toml::Value::Table(t)) = lint.get("thresholds") {

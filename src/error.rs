@@ -41,6 +41,16 @@ pub enum Error {
         searched: String,
     },
 
+    /// The chosen model is not one this build can load: an unknown name, or
+    /// a fastembed model that would need a download.
+    #[error("model `{name}`: {message}")]
+    ModelUnavailable {
+        /// The name that was asked for.
+        name: String,
+        /// Why it cannot be used, and what to do instead.
+        message: String,
+    },
+
     /// A model folder exists but is incomplete or unusable.
     #[error(
         "the embedding model in {} is unusable: {message}.\n  Re-fetch it with `scripts/fetch-model`.",

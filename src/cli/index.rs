@@ -59,8 +59,9 @@ fn progress_bar() -> Option<ProgressBar> {
     Some(pb)
 }
 
-pub fn run(args: IndexArgs) -> anyhow::Result<ExitCode> {
+pub fn run(mut args: IndexArgs) -> anyhow::Result<ExitCode> {
     let config = super::Config::load(args.config.as_deref())?;
+    args.model.configure(&config);
     let registry = args.registry.load(&args.paths)?;
     let embedder = if args.lexical_only {
         None

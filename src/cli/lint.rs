@@ -95,8 +95,10 @@ impl From<Format> for OutputFormat {
     }
 }
 
-fn load_config(args: &LintArgs) -> anyhow::Result<LintConfig> {
-    let mut config = super::Config::load(args.config.as_deref())?.lint;
+fn load_config(args: &mut LintArgs) -> anyhow::Result<LintConfig> {
+    let full = super::Config::load(args.config.as_deref())?;
+    args.model.configure(&full);
+    let mut config = full.lint;
     if !args.select.is_empty() {
         config.select(&args.select)?;
     }
@@ -157,8 +159,8 @@ fn write_statistics(out: &mut dyn Write, diagnostics: &[lint::Diagnostic]) -> st
     write_table(out, &columns, " ", &rows)
 }
 
-pub fn run(args: LintArgs) -> anyhow::Result<ExitCode> {
-    let config = load_config(&args)?;
+pub fn run(mut args: LintArgs) -> anyhow::Result<ExitCode> {
+    let config = load_config(&mut args)?;
     let registry = args.registry.load(&args.paths)?;
     let cx = with_model(&args, LintContext::new(config), &registry)?;
     let started = std::time::Instant::now();

@@ -35,8 +35,9 @@ pub struct McpArgs {
     model: ModelArgs,
 }
 
-pub fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
+pub fn run(mut args: McpArgs) -> anyhow::Result<ExitCode> {
     let config = Config::load(args.config.as_deref())?;
+    args.model.configure(&config);
     let live = Arc::new(super::serve::open_live(
         &args.index,
         &args.model,

@@ -93,9 +93,19 @@ impl RegistryArgs {
 /// Options that choose the embedding model.
 #[derive(Debug, Clone, Args)]
 pub struct ModelArgs {
-    /// The model folder (default: $TOOLRAG_MODEL_DIR, then ./models).
+    /// The embedding model: a shipped one by name (minilm, minilm-tools), or
+    /// a folder holding model.onnx and its tokenizer files [default: the
+    /// `[model]` table of toolrag.toml, else minilm]
+    #[arg(long, value_name = "NAME|DIR")]
+    pub model: Option<String>,
+    /// The models folder, where the shipped models are looked for (default:
+    /// $TOOLRAG_MODEL_DIR, then ./models).
     #[arg(long, value_name = "DIR")]
     pub model_dir: Option<PathBuf>,
+    /// The `[model]` table of the configuration, set by the command after it
+    /// reads toolrag.toml ([`ModelArgs::configure`]).
+    #[arg(skip)]
+    pub config: toolrag::embed::ModelConfig,
 }
 
 impl ModelArgs {

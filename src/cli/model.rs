@@ -16,7 +16,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use toolrag::embed::{EmbedOptions, Embedder, FastEmbedder, ModelDir};
+use toolrag::embed::{EmbedOptions, Embedder, FastEmbedder, ModelConfig, ModelDir};
 use toolrag::search::Mode;
 
 use super::ModelArgs;
@@ -69,16 +69,43 @@ pub fn no_model_note(fallback: &str) -> String {
 }
 
 impl ModelArgs {
+    /// Takes the `[model]` table of the configuration the command read;
+    /// `--model` still wins over it.
+    pub fn configure(&mut self, config: &toolrag::config::Config) {
+        self.config = config.model.clone();
+    }
+
+    /// The model choice: `--model` over the `[model]` table. A `--model`
+    /// that names a shipped model is that model; one that names an existing
+    /// folder is that folder; anything else is taken as a name (and refused
+    /// with the choices when it is none).
+    pub fn choice(&self) -> ModelConfig {
+        let mut c = self.config.clone();
+        if let Some(m) = &self.model {
+            if toolrag::embed::builtin_model(m).is_none() && Path::new(m).is_dir() {
+                c.dir = Some(m.into());
+                c.name = None;
+            } else {
+                c.name = Some(m.clone());
+                c.dir = None;
+            }
+        }
+        c
+    }
+
     /// The model folder, by the policy above: `None` when the model is not
     /// needed, or optional and not found (after saying so).
     pub fn locate(&self, need: Need) -> anyhow::Result<Option<ModelDir>> {
+        let choice = self.choice();
         let fallback = match need {
             Need::No => return Ok(None),
             Need::IfPresent => None,
             Need::Optional(fallback) => Some(fallback),
-            Need::Required => return Ok(Some(ModelDir::locate(self.model_dir.as_deref())?)),
+            Need::Required => {
+                return Ok(Some(ModelDir::select(self.model_dir.as_deref(), &choice)?))
+            }
         };
-        match ModelDir::locate(self.model_dir.as_deref()) {
+        match ModelDir::select(self.model_dir.as_deref(), &choice) {
             Ok(dir) => Ok(Some(dir)),
             Err(e @ toolrag::Error::ModelNotFound { .. }) => {
                 tracing::debug!("{e}");
@@ -145,9 +172,58 @@ mod tests {
     fn an_unwanted_model_is_not_looked_for() {
         // A folder that does not exist would be an error if it were looked at.
         let args = ModelArgs {
+            model: None,
             model_dir: Some("/nonexistent/toolrag-model".into()),
+            config: ModelConfig::default(),
         };
         assert!(args.locate(Need::No).unwrap().is_none());
         assert!(args.locate(Need::Required).is_err());
+    }
+}
+
+#[cfg(test)]
+mod choice_tests {
+    use super::*;
+
+    fn args(model: Option<&str>, config: ModelConfig) -> ModelArgs {
+        ModelArgs {
+            model: model.map(str::to_string),
+            model_dir: None,
+            config,
+        }
+    }
+
+    #[test]
+    fn the_flag_wins_over_the_table() {
+        let table = ModelConfig {
+            dir: Some("/some/folder".into()),
+            query_prefix: Some("query: ".into()),
+            ..ModelConfig::default()
+        };
+        let c = args(Some("minilm-tools"), table.clone()).choice();
+        assert_eq!(c.name.as_deref(), Some("minilm-tools"));
+        assert_eq!(c.dir, None);
+        // Settings the flag does not name are kept.
+        assert_eq!(c.query_prefix.as_deref(), Some("query: "));
+        // A folder that exists is a folder.
+        let tmp = std::env::temp_dir();
+        let c = args(Some(tmp.to_str().unwrap()), table.clone()).choice();
+        assert_eq!(c.dir.as_deref(), Some(tmp.as_path()));
+        // Without the flag, the table.
+        assert_eq!(args(None, table.clone()).choice(), table);
+    }
+
+    #[test]
+    fn a_fastembed_name_says_it_cannot_download() {
+        let a = args(
+            Some("intfloat/multilingual-e5-small"),
+            ModelConfig::default(),
+        );
+        let err = a.locate(Need::Required).unwrap_err().to_string();
+        assert!(err.contains("downloads no models"), "{err}");
+        assert!(err.contains("query: "), "{err}");
+        let a = args(Some("no-such-model"), ModelConfig::default());
+        let err = a.locate(Need::Optional("x")).unwrap_err().to_string();
+        assert!(err.contains("minilm-tools"), "{err}");
     }
 }

@@ -102,11 +102,12 @@ impl QueryArgs {
     }
 }
 
-pub fn run(args: QueryArgs) -> anyhow::Result<ExitCode> {
+pub fn run(mut args: QueryArgs) -> anyhow::Result<ExitCode> {
     if args.k == 0 {
         bail!("-k must be at least 1");
     }
     let config = Config::load(args.config.as_deref())?;
+    args.model.configure(&config);
     let sessions = if args.batch.is_some() {
         std::thread::available_parallelism().map_or(2, |n| n.get())
     } else {

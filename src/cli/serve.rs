@@ -55,7 +55,7 @@ pub struct ServeArgs {
     model: ModelArgs,
 }
 
-pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+pub fn run(mut args: ServeArgs) -> anyhow::Result<ExitCode> {
     if args.timeout_ms == 0 {
         bail!("--timeout-ms must be at least 1");
     }
@@ -67,6 +67,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let config = Config::load(args.config.as_deref())?;
+    args.model.configure(&config);
     let mut options = ServeOptions::default();
     options.token = token;
     options.cors_origins = args.cors_origins.clone();

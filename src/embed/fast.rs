@@ -9,13 +9,10 @@ use fastembed::{
     UserDefinedEmbeddingModel,
 };
 
-use super::model_dir::ModelDir;
+use super::model_dir::{ModelDir, ModelSettings, Pooling as PoolingChoice};
 use super::Embedder;
 use crate::error::{Error, Result};
 use crate::registry::cut_chars;
-
-/// The model this build is made for; recorded in index manifests.
-pub const MODEL_ID: &str = "sentence-transformers/all-MiniLM-L6-v2 (int8 ONNX)";
 
 // Queries longer than the search's cap are cut before tokenising: the model
 // sees at most `max_tokens` anyway, and tokenising megabytes is wasted time.
@@ -50,7 +47,8 @@ impl Default for EmbedOptions {
     }
 }
 
-/// A fastembed model over a local ONNX file, L2-normalised, mean-pooled.
+/// A fastembed model over a local ONNX file, L2-normalised, pooled and
+/// prefixed as its [`ModelSettings`] say.
 pub struct FastEmbedder {
     sessions: Vec<Mutex<TextEmbedding>>,
     /// The model's tokenizer, configured as fastembed configures its own (same
@@ -60,6 +58,10 @@ pub struct FastEmbedder {
     max_tokens: usize,
     dimension: usize,
     model_sha256: String,
+    settings: ModelSettings,
+    /// The weights' sha256, extended with the settings when they are not
+    /// plain (see [`ModelSettings::is_plain`]).
+    fingerprint: String,
 }
 
 impl std::fmt::Debug for FastEmbedder {
@@ -129,8 +131,12 @@ impl FastEmbedder {
         };
         let mut sessions = Vec::new();
         for _ in 0..opts.sessions.max(1) {
+            let pooling = match dir.settings().pooling {
+                PoolingChoice::Mean => Pooling::Mean,
+                PoolingChoice::Cls => Pooling::Cls,
+            };
             let model = UserDefinedEmbeddingModel::new(onnx.clone(), tokenizer_files.clone())
-                .with_pooling(Pooling::Mean);
+                .with_pooling(pooling);
             let init = InitOptionsUserDefined::new()
                 .with_max_length(opts.max_tokens)
                 .with_intra_threads(opts.threads.max(1));
@@ -152,13 +158,28 @@ impl FastEmbedder {
                 dir: dir.path().to_path_buf(),
                 message: format!("tokenizer.json: {e}"),
             })?;
+        let settings = dir.settings().clone();
+        let model_sha256 = dir.model_sha256()?;
+        let fingerprint = if settings.is_plain() {
+            model_sha256.clone()
+        } else {
+            let extra = format!(
+                "{:?}\0{}\0{}",
+                settings.pooling, settings.query_prefix, settings.document_prefix
+            );
+            use sha2::{Digest, Sha256};
+            let h = hex::encode(Sha256::digest(extra.as_bytes()));
+            format!("{model_sha256}+{}", &h[..12])
+        };
         let mut me = FastEmbedder {
             sessions,
             tokenizer,
             batch_size: opts.batch_size.max(1),
             max_tokens: opts.max_tokens,
             dimension: 0,
-            model_sha256: dir.model_sha256()?,
+            model_sha256,
+            settings,
+            fingerprint,
         };
         // Probe once: proves the model runs and tells the dimension.
         me.dimension = me.embed_query("probe")?.len();
@@ -185,6 +206,20 @@ impl FastEmbedder {
         &self.model_sha256
     }
 
+    /// The settings (id, pooling, prefixes) the model runs with.
+    pub fn settings(&self) -> &ModelSettings {
+        &self.settings
+    }
+
+    /// `text` with the query prefix before it (borrowed when there is none).
+    fn as_query<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
+        if self.settings.query_prefix.is_empty() {
+            std::borrow::Cow::Borrowed(text)
+        } else {
+            std::borrow::Cow::Owned(format!("{}{text}", self.settings.query_prefix))
+        }
+    }
+
     fn with_session<T>(&self, f: impl FnOnce(&mut TextEmbedding) -> Result<T>) -> Result<T> {
         // Take a free session if there is one; otherwise wait on the first.
         for s in &self.sessions {
@@ -209,7 +244,7 @@ fn normalize(mut v: Vec<f32>) -> Vec<f32> {
 
 impl Embedder for FastEmbedder {
     fn model_id(&self) -> &str {
-        MODEL_ID
+        &self.settings.id
     }
 
     fn dimension(&self) -> usize {
@@ -217,13 +252,13 @@ impl Embedder for FastEmbedder {
     }
 
     fn fingerprint(&self) -> &str {
-        &self.model_sha256
+        &self.fingerprint
     }
 
     fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
-        let text = cut_chars(text, MAX_QUERY_CHARS);
+        let text = self.as_query(cut_chars(text, MAX_QUERY_CHARS));
         let mut out = self.with_session(|s| {
-            s.embed([text], Some(1))
+            s.embed([text.as_ref()], Some(1))
                 .map_err(|e| Error::Embed(e.to_string()))
         })?;
         out.pop()
@@ -235,6 +270,24 @@ impl Embedder for FastEmbedder {
         if spans.is_empty() {
             return Ok(vec![self.embed_query(text)?]);
         }
+        if self.settings.pooling != PoolingChoice::Mean {
+            // Parts are pooled from one pass by their tokens' mean; a model
+            // pooled otherwise embeds each part on its own.
+            let mut v = vec![self.embed_query(text)?];
+            for &(a, b) in spans {
+                if let Some(part) = text.get(a..b) {
+                    v.push(self.embed_query(part)?);
+                }
+            }
+            return Ok(v);
+        }
+        // Spans are into `text`; the model sees the prefix before it.
+        let shift = self.settings.query_prefix.len();
+        let spans: Vec<(usize, usize)> =
+            spans.iter().map(|&(a, b)| (a + shift, b + shift)).collect();
+        let original = text;
+        let prefixed = self.as_query(text);
+        let text = prefixed.as_ref();
         let enc = self
             .tokenizer
             .encode(text, true)
@@ -259,8 +312,8 @@ impl Embedder for FastEmbedder {
         if shape.len() != 3 || shape[1] != offsets.len() {
             // The tokenizations disagree; fall back to embedding each part.
             tracing::debug!(target: "embed", ?shape, tokens = offsets.len(), "token offsets do not match the model output");
-            let mut v = vec![self.embed_query(text)?];
-            for &(a, b) in spans {
+            let mut v = vec![self.embed_query(original)?];
+            for &(a, b) in &spans {
                 v.push(self.embed_query(&text[a..b])?);
             }
             return Ok(v);
@@ -280,7 +333,7 @@ impl Embedder for FastEmbedder {
         };
         let mut vectors =
             vec![pool(&mut (0..offsets.len())).ok_or_else(|| Error::Embed("no tokens".into()))?];
-        for &(a, b) in spans {
+        for &(a, b) in &spans {
             // Tokens whose text lies inside the span ([CLS]/[SEP] have empty offsets).
             let mut inside = offsets
                 .iter()
@@ -298,9 +351,10 @@ impl Embedder for FastEmbedder {
         // Batches pad to their longest text: sorting by length wastes less.
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| texts[i].len());
-        let sorted: Vec<&str> = order
+        let prefix = &self.settings.document_prefix;
+        let sorted: Vec<String> = order
             .iter()
-            .map(|&i| cut_chars(&texts[i], MAX_QUERY_CHARS * 2))
+            .map(|&i| format!("{prefix}{}", cut_chars(&texts[i], MAX_QUERY_CHARS * 2)))
             .collect();
         let vecs = self.with_session(|s| {
             s.embed(&sorted, Some(self.batch_size))

@@ -9,7 +9,10 @@ mod fast;
 mod model_dir;
 
 pub use fast::{EmbedOptions, FastEmbedder, TokenCounter};
-pub use model_dir::{ModelDir, MODEL_DIR_ENV};
+pub use model_dir::{
+    builtin_model, BuiltinModel, ModelConfig, ModelDir, ModelSettings, Pooling, BUILTIN_MODELS,
+    DEFAULT_MODEL, MODEL_DIR_ENV, MODEL_FILES,
+};
 
 use rayon::prelude::*;
 

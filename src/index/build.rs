@@ -184,6 +184,8 @@ struct Previous {
     model: Option<ModelInfo>,
     #[serde(default)]
     tools: Vec<ToolEntry>,
+    #[serde(default)]
+    files: Vec<FileEntry>,
 }
 
 fn previous_manifest(out: &Path) -> Previous {
@@ -216,7 +218,15 @@ fn previous_vectors(
     }
     let path = gen.join(dense::VECTORS_FILE);
     let mut read = || -> Result<()> {
-        Manifest::read(gen)?;
+        // Only the vectors file's checksum: the manifest may be of an older
+        // format (the vectors do not depend on it), which `Manifest::read`
+        // would refuse, and a refusal here would re-embed the whole registry.
+        let entry = prev
+            .files
+            .iter()
+            .find(|f| f.path == dense::VECTORS_FILE)
+            .ok_or_else(|| Error::Index("the manifest lists no vectors file".into()))?;
+        entry.verify(gen)?;
         let mut r = dense::VectorReader::open(&path)?;
         let dim = r.dim();
         if dim != model.dimension {

@@ -103,7 +103,7 @@ impl FileEntry {
     }
 
     /// Checks the file against this entry.
-    fn verify(&self, dir: &Path) -> Result<()> {
+    pub(crate) fn verify(&self, dir: &Path) -> Result<()> {
         let corrupt = |path: PathBuf, reason: String| Error::Corrupt { path, reason };
         // Only plain relative paths: a damaged manifest must not send the
         // check outside the generation.

@@ -24,6 +24,10 @@ fn the_example_loads_and_its_values_are_the_defaults() {
     assert!(c.pinned.is_empty());
     assert_eq!(c.search, SearchConfig::default());
     assert_eq!(c.index.boosts, Some(FieldBoosts::default()));
+    // The [model] table spells out the default model and its settings.
+    assert_eq!(c.model.name.as_deref(), Some(toolrag::embed::DEFAULT_MODEL));
+    assert_eq!(c.model.pooling, Some(toolrag::embed::Pooling::Mean));
+    assert_eq!(c.model.query_prefix.as_deref(), Some(""));
     // The lint table shows levels and ignores, and one threshold that is not
     // the default (its comment says so).
     assert_eq!(
@@ -67,6 +71,7 @@ fn every_alternative_in_the_example_loads() {
         let changed = c.pinned != base.pinned
             || c.search != base.search
             || c.index != base.index
+            || c.model != base.model
             || c.lint.select != base.lint.select;
         assert!(changed, "line {}: `{alt}` changes nothing", i + 1);
         tried += 1;

@@ -92,3 +92,124 @@ fn tokens_are_counted_without_truncation() {
     assert!(tc.count(&long) > 1000);
     assert_eq!(tc.count("hello"), 3); // [CLS] hello [SEP]
 }
+
+/// A copy of the shipped model's files in a folder of its own (the ONNX
+/// Runtime library stays where `ORT_DYLIB_PATH` or the first load found it).
+fn model_copy() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for f in toolrag::embed::MODEL_FILES {
+        std::fs::copy(root().join("models").join(f), dir.path().join(f)).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn a_local_folder_model_gets_its_prefixes() {
+    use toolrag::embed::ModelConfig;
+    let _ = embedder(); // ONNX Runtime is loaded once per process, from models/
+    let copy = model_copy();
+    let config = ModelConfig {
+        dir: Some(copy.path().to_path_buf()),
+        query_prefix: Some("query: ".into()),
+        document_prefix: Some("passage: ".into()),
+        ..ModelConfig::default()
+    };
+    let md = ModelDir::select(None, &config).unwrap();
+    let prefixed = FastEmbedder::load(&md, &EmbedOptions::default()).unwrap();
+    let plain = embedder();
+    let request = "list calendar events for tomorrow";
+    // The prefix reaches the model: the prefixed model's query vector is the
+    // plain model's vector of the prefixed text, and not of the bare text.
+    let q = prefixed.embed_query(request).unwrap();
+    let by_hand = plain.embed_query(&format!("query: {request}")).unwrap();
+    let bare = plain.embed_query(request).unwrap();
+    assert!(dot(&q, &by_hand) > 0.999, "{}", dot(&q, &by_hand));
+    assert!(dot(&q, &bare) < 0.99, "{}", dot(&q, &bare));
+    let d = prefixed.embed_documents(&[request.to_string()]).unwrap();
+    let d_by_hand = plain.embed_query(&format!("passage: {request}")).unwrap();
+    assert!(dot(&d[0], &d_by_hand) > 0.999);
+    // Clause parts pooled from one pass see the prefix too.
+    let parts = prefixed
+        .embed_query_parts("read a file and send an email", &[(0, 11), (16, 29)])
+        .unwrap();
+    assert_eq!(parts.len(), 3);
+    assert!(
+        dot(
+            &parts[0],
+            &prefixed
+                .embed_query("read a file and send an email")
+                .unwrap()
+        ) > 0.999
+    );
+    // The same weights with other settings are another model to an index.
+    assert_ne!(prefixed.fingerprint(), plain.fingerprint());
+    assert!(prefixed.fingerprint().starts_with(plain.fingerprint()));
+    assert!(prefixed.model_id().contains("local model"));
+}
+
+#[test]
+fn the_shipped_models_load_by_name() {
+    use toolrag::embed::{ModelConfig, BUILTIN_MODELS, DEFAULT_MODEL};
+    let _ = embedder();
+    for m in BUILTIN_MODELS {
+        let config = ModelConfig {
+            name: Some(m.name.to_string()),
+            ..ModelConfig::default()
+        };
+        let md = ModelDir::select(Some(&root().join("models")), &config)
+            .unwrap_or_else(|e| panic!("{}: {e}", m.name));
+        let e = FastEmbedder::load(&md, &EmbedOptions::default()).unwrap();
+        assert_eq!(e.model_id(), m.id);
+        assert_eq!(e.dimension(), 384);
+        let q = e.embed_query("read the file /etc/hosts").unwrap();
+        assert!((dot(&q, &q).sqrt() - 1.0).abs() < 1e-3);
+    }
+    // No choice is the default model.
+    let md = ModelDir::select(Some(&root().join("models")), &ModelConfig::default()).unwrap();
+    let e = FastEmbedder::load(&md, &EmbedOptions::default()).unwrap();
+    assert_eq!(
+        e.model_id(),
+        toolrag::embed::builtin_model(DEFAULT_MODEL).unwrap().id
+    );
+}
+
+#[test]
+fn an_index_built_with_one_model_is_refused_by_another_naming_both() {
+    let copy = model_copy();
+    let work = tempfile::tempdir().unwrap();
+    let index = work.path().join("ix");
+    crate::common::toolrag()
+        .args(["index", "tests/fixtures/mcp-reference", "--out"])
+        .arg(&index)
+        .assert()
+        .success();
+    // The same weights, used with a query prefix from the [model] table.
+    let config = work.path().join("toolrag.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[model]\ndir = {:?}\nquery-prefix = \"query: \"\n",
+            copy.path().display().to_string()
+        ),
+    )
+    .unwrap();
+    let out = crate::common::toolrag()
+        .args(["query", "read a file", "--index"])
+        .arg(&index)
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("incompatible index"), "{err}");
+    assert!(err.contains("all-MiniLM-L6-v2"), "{err}");
+    assert!(err.contains("local model"), "{err}");
+    // The model it was built with still reads it.
+    crate::common::toolrag()
+        .args(["query", "read a file", "--index"])
+        .arg(&index)
+        .args(["--model", "minilm"])
+        .assert()
+        .success();
+}

@@ -116,6 +116,36 @@ fn rebuild_embeds_only_changed_tools() {
 }
 
 #[test]
+fn an_index_of_an_older_format_still_lends_its_vectors() {
+    // Upgrading toolrag (a format bump) must not force re-embedding a registry.
+    let reg = small_registry();
+    let out = tempfile::tempdir().unwrap();
+    let first = index(reg.path(), out.path(), &[]);
+    let gen = toolrag::index::current_generation(out.path()).unwrap();
+    let path = gen.join("manifest.json");
+    let mut m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    m["formatVersion"] = (toolrag::index::FORMAT_VERSION - 1).into();
+    std::fs::write(&path, m.to_string()).unwrap();
+    let again = index(reg.path(), out.path(), &[]);
+    assert_eq!(again["embeddedTexts"], 0, "{again}");
+    assert!(first["embeddedTexts"].as_u64().unwrap() > 0);
+    // A damaged vectors file lends nothing: everything is embedded again.
+    let gen = toolrag::index::current_generation(out.path()).unwrap();
+    let mut m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(gen.join("manifest.json")).unwrap()).unwrap();
+    m["formatVersion"] = (toolrag::index::FORMAT_VERSION - 1).into();
+    std::fs::write(gen.join("manifest.json"), m.to_string()).unwrap();
+    let vectors = gen.join("vectors.bin");
+    let mut bytes = std::fs::read(&vectors).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&vectors, bytes).unwrap();
+    let third = index(reg.path(), out.path(), &[]);
+    assert_eq!(third["embeddedTexts"], first["embeddedTexts"], "{third}");
+}
+
+#[test]
 fn the_same_registry_by_another_path_is_unchanged() {
     let reg = small_registry();
     let out = tempfile::tempdir().unwrap();

@@ -112,7 +112,7 @@ fn gated_mode(modes: &[Mode]) -> Mode {
     }
 }
 
-pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
+pub fn run(mut args: EvalArgs) -> anyhow::Result<ExitCode> {
     if args.k == 0 {
         bail!("-k must be at least 1");
     }
@@ -121,6 +121,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
     }
     let queries = toolrag::eval::load_queries(&args.queries)?;
     let config = Config::load(args.config.as_deref())?;
+    args.model.configure(&config);
     let needs_model = args.modes.iter().any(|m| *m != Mode::Lexical);
 
     // With --registry the index lives in a temporary folder, removed on return.
