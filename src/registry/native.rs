@@ -220,6 +220,7 @@ pub(super) fn load(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
         summary: String::new(),
         description: String::new(),
         input_schema,
+        output_schema: None,
         tags: native.tags,
         annotations: Annotations {
             read_only_hint: native.annotations.read_only_hint,
@@ -252,6 +253,7 @@ pub(super) fn load(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
             })
             .collect(),
         deprecated: None,
+        meta: None,
         source: Source {
             format: SourceFormat::Toml,
             location,

@@ -12,6 +12,7 @@ mod index;
 mod lint;
 mod lint_cli;
 mod mcp;
+mod mcp_import;
 mod names;
 mod query;
 mod registry;
