@@ -9,12 +9,12 @@
 //!
 //! [search]                             # query-time retrieval and abstaining
 //! depth = 50
-//! fusion = { kind = "calibrated", dense-weight = 0.5 } # or "weighted", or { kind = "rrf", k = 60.0 }
+//! fusion = { kind = "calibrated", dense-weight = 0.7 } # or "weighted", or { kind = "rrf", k = 60.0 }
 //! clause-vectors = true
 //! clause-penalty = 0.0
 //! clause-depth = 10
 //! query-cache = 1024
-//! abstain-below = 0.64                # a share of the calibration requests
+//! abstain-below = 0.76                # a share of the calibration requests
 //! min-dense = -1.0                     # off
 //! min-lexical = 0.0
 //! pinned = []                          # added to the top-level `pinned`

@@ -34,7 +34,7 @@ pub enum Pooling {
 ///
 /// ```toml
 /// [model]
-/// name = "minilm"                  # a model shipped with toolrag (see `BUILTIN_MODELS`)
+/// name = "minilm-tools"            # a model shipped with toolrag (see `BUILTIN_MODELS`)
 /// # dir = "models/e5-small"        # or a folder: model.onnx and its tokenizer files
 /// # name = "intfloat/multilingual-e5-small"   # or a fastembed model name (needs a model hub)
 /// pooling = "mean"                 # or "cls"
@@ -93,8 +93,9 @@ pub const BUILTIN_MODELS: [BuiltinModel; 2] = [
     },
 ];
 
-/// The model used when none is chosen.
-pub const DEFAULT_MODEL: &str = "minilm";
+/// The model used when none is chosen: the tuned model, which is ahead of
+/// the published one on every held-out set (BENCHMARKS.md, "Models").
+pub const DEFAULT_MODEL: &str = "minilm-tools";
 
 /// The shipped model called `name`, if there is one.
 pub fn builtin_model(name: &str) -> Option<&'static BuiltinModel> {

@@ -19,8 +19,14 @@ pub fn shipped_tools() -> PathBuf {
 
 pub fn model_dir() -> ModelDir {
     // `make test` fetches the model first; a missing model fails, it never skips.
-    ModelDir::open(&root().join("models"))
+    // The default model, as the binary chooses it with no --model.
+    ModelDir::select(Some(&root().join("models")), &Default::default())
         .expect("the model is in models/ (run scripts/fetch-model)")
+}
+
+/// The published model (`--model minilm`), for tests that copy its files.
+pub fn published_model_dir() -> ModelDir {
+    ModelDir::open(&root().join("models")).expect("the published model is in models/")
 }
 
 /// One real embedder shared by the tests of this binary (loading costs ~0.3 s).
@@ -34,6 +40,21 @@ pub fn embedder() -> &'static FastEmbedder {
 pub fn toolrag() -> assert_cmd::Command {
     let mut c = assert_cmd::Command::cargo_bin("toolrag").unwrap();
     c.current_dir(root());
+    c
+}
+
+/// The published model (`--model minilm`), loaded on its own.
+pub fn published_embedder() -> FastEmbedder {
+    FastEmbedder::load(&published_model_dir(), &EmbedOptions::default()).expect("model loads")
+}
+
+/// The search settings `scripts/lodo` chooses for the published model
+/// (calibrated fusion with dense weight 0.5, ABSTAIN below 0.64), for the
+/// tests that show mechanisms on that model's cosines.
+pub fn published_config() -> toolrag::search::SearchConfig {
+    let mut c = toolrag::search::SearchConfig::default();
+    c.fusion = toolrag::search::Fusion::Calibrated { dense_weight: 0.5 };
+    c.abstain_below = 0.64;
     c
 }
 

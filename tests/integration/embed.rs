@@ -116,7 +116,12 @@ fn a_local_folder_model_gets_its_prefixes() {
     };
     let md = ModelDir::select(None, &config).unwrap();
     let prefixed = FastEmbedder::load(&md, &EmbedOptions::default()).unwrap();
-    let plain = embedder();
+    // The same weights (the published model's), with no prefix.
+    let plain = &FastEmbedder::load(
+        &crate::common::published_model_dir(),
+        &EmbedOptions::default(),
+    )
+    .unwrap();
     let request = "list calendar events for tomorrow";
     // The prefix reaches the model: the prefixed model's query vector is the
     // plain model's vector of the prefixed text, and not of the bare text.
@@ -179,7 +184,13 @@ fn an_index_built_with_one_model_is_refused_by_another_naming_both() {
     let work = tempfile::tempdir().unwrap();
     let index = work.path().join("ix");
     crate::common::toolrag()
-        .args(["index", "tests/fixtures/mcp-reference", "--out"])
+        .args([
+            "index",
+            "tests/fixtures/mcp-reference",
+            "--model",
+            "minilm",
+            "--out",
+        ])
         .arg(&index)
         .assert()
         .success();
@@ -193,11 +204,17 @@ fn an_index_built_with_one_model_is_refused_by_another_naming_both() {
         ),
     )
     .unwrap();
+    // The copy has no ONNX Runtime library beside it: point at the one in models/.
+    let ort = ModelDir::open(&root().join("models"))
+        .unwrap()
+        .ort_library()
+        .expect("models/ holds libonnxruntime");
     let out = crate::common::toolrag()
         .args(["query", "read a file", "--index"])
         .arg(&index)
         .arg("--config")
         .arg(&config)
+        .env("ORT_DYLIB_PATH", &ort)
         .output()
         .unwrap();
     assert!(!out.status.success());
@@ -205,6 +222,17 @@ fn an_index_built_with_one_model_is_refused_by_another_naming_both() {
     assert!(err.contains("incompatible index"), "{err}");
     assert!(err.contains("all-MiniLM-L6-v2"), "{err}");
     assert!(err.contains("local model"), "{err}");
+    // The default model (the tuned one) is another model too.
+    let out = crate::common::toolrag()
+        .args(["query", "read a file", "--index"])
+        .arg(&index)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("all-MiniLM-L6-v2-tools") && err.contains("int8 ONNX)"),
+        "{err}"
+    );
     // The model it was built with still reads it.
     crate::common::toolrag()
         .args(["query", "read a file", "--index"])

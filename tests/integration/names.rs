@@ -1,6 +1,7 @@
 //! Exact names and deprecation, on the real filesystem, git and fetch MCP
 //! servers with the real model: a named tool comes first in every mode, a
-//! deprecated tool ranks below its replacement and says so.
+//! deprecated tool ranks below its replacement and says so. On the published
+//! model (`--model minilm`) with the settings the protocol chose for it.
 
 use std::sync::{Arc, OnceLock};
 
@@ -8,7 +9,7 @@ use toolrag::index::{build, BuildModel, BuildOptions};
 use toolrag::registry::{Deprecation, LoadOptions, Registry};
 use toolrag::search::{khipu, Decision, Mode, SearchConfig, SearchRequest, SearchResult, Searcher};
 
-use crate::common::{fixture, fresh_embedder};
+use crate::common::{fixture, published_config, published_embedder};
 
 const SERVERS: [&str; 3] = ["filesystem", "git", "fetch"];
 
@@ -27,13 +28,13 @@ fn searcher() -> &'static Searcher {
     S.get_or_init(|| {
         let dir = DIR.get_or_init(|| {
             let dir = tempfile::tempdir().unwrap();
-            let e = fresh_embedder();
+            let e = published_embedder();
             let opts = BuildOptions::new(dir.path());
             build(registry(), Some(BuildModel::Loaded(&e)), &opts, &|_| {}).unwrap();
             dir
         });
-        let e: Arc<dyn toolrag::embed::Embedder> = Arc::new(fresh_embedder());
-        Searcher::open(dir.path(), Some(e), SearchConfig::default()).unwrap()
+        let e: Arc<dyn toolrag::embed::Embedder> = Arc::new(published_embedder());
+        Searcher::open(dir.path(), Some(e), published_config()).unwrap()
     })
 }
 

@@ -4,6 +4,9 @@
 //! the dense side's confident hit, the calibrated confidence does not
 //! abstain on a good answer that a fixed cosine threshold refused, and the
 //! calibration the build measured is stored and used.
+//!
+//! These show mechanisms on the published model's cosines (`--model minilm`,
+//! with the settings the protocol chose for it).
 
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
@@ -12,7 +15,7 @@ use toolrag::index::{build, current_generation, BuildModel, BuildOptions, Manife
 use toolrag::registry::{LoadOptions, Registry};
 use toolrag::search::{calibration, Decision, Fusion, SearchConfig, SearchRequest, Searcher};
 
-use crate::common::{fixture, fresh_embedder};
+use crate::common::{fixture, published_config, published_embedder};
 use crate::server::harness::copy_dir;
 
 /// One index of the reference servers for every test here.
@@ -21,7 +24,7 @@ fn reference_index() -> &'static Path {
     DIR.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
         let reg = Registry::load(&[fixture("mcp-reference")], &LoadOptions::default()).unwrap();
-        let e = fresh_embedder();
+        let e = published_embedder();
         build(
             reg,
             Some(BuildModel::Loaded(&e)),
@@ -35,13 +38,13 @@ fn reference_index() -> &'static Path {
 }
 
 fn open(dir: &Path, config: SearchConfig) -> Searcher {
-    let e: Arc<dyn toolrag::embed::Embedder> = Arc::new(fresh_embedder());
+    let e: Arc<dyn toolrag::embed::Embedder> = Arc::new(published_embedder());
     Searcher::open(dir, Some(e), config).unwrap()
 }
 
 fn searcher() -> &'static Searcher {
     static S: OnceLock<Searcher> = OnceLock::new();
-    S.get_or_init(|| open(reference_index(), SearchConfig::default()))
+    S.get_or_init(|| open(reference_index(), published_config()))
 }
 
 fn first(s: &Searcher, q: &str) -> String {
@@ -57,7 +60,7 @@ fn a_lone_weak_lexical_match_does_not_outrank_a_confident_dense_hit() {
     let s = searcher();
     let r = s.search(&SearchRequest::new(q)).unwrap();
     assert_eq!(r.hits[0].id, "everything/get-sum", "{:?}", r.hits);
-    let mut weighted = SearchConfig::default();
+    let mut weighted = published_config();
     weighted.fusion = Fusion::Weighted { dense_weight: 0.5 };
     assert_ne!(
         first(&open(reference_index(), weighted), q),
@@ -87,7 +90,7 @@ fn an_answerable_request_the_old_cosine_threshold_refused_navigates() {
         "best cosine {cosine}: no longer below the old threshold"
     );
     // The old rule, a fixed best cosine of 0.30, abstains on it.
-    let mut old = SearchConfig::default();
+    let mut old = published_config();
     old.min_dense = 0.30;
     let r = open(reference_index(), old)
         .search(&SearchRequest::new(q))
@@ -152,7 +155,7 @@ fn the_build_stores_its_calibration_and_an_old_index_is_measured_on_open() {
         .unwrap()
         .retain(|f| f["path"] != calibration::FILE);
     std::fs::write(old.join("manifest.json"), serde_json::to_vec(&m).unwrap()).unwrap();
-    let measured = open(copy.path(), SearchConfig::default());
+    let measured = open(copy.path(), published_config());
     for q in [
         "what's 19.5 plus 22.25?",
         "stage README.md in the repo at /src/app",

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Carry a cosine threshold from one model to another by quantile (run with target/train-venv).
+
+  target/train-venv/bin/python scripts/model_thresholds.py BASE_DIR OTHER_DIR [--threshold 0.8]
+
+`confusable-tools` calls two tools confusable from a cosine of 0.8 on the published model. A
+tuned model spreads cosines differently, so the same number would flag a different share of
+tool pairs. This embeds the tool texts (exactly what toolrag embeds, examples/tool_texts.rs) of
+several registries with both models, takes every pair of tools within each registry, finds the
+share of pairs at or above the threshold on BASE, and prints the cosine on OTHER above which
+the same share lies. No labels are used.
+
+Registries: tools/, the MCP fixtures (tests/fixtures/mcp-reference, tests/golden/mcp-dev/tools,
+tests/golden/mcp-pypi/tools), bfcl_multiturn and the first 600 tools of bfcl (near-duplicates
+included: they are what the rule is for).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+from tokenizers import Tokenizer
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT.parent / "shared" / "data"
+
+
+def texts(registry: Path, limit: int | None = None) -> list[str]:
+    exe = ROOT / "target" / "release" / "examples" / "tool_texts"
+    out = subprocess.run([str(exe), str(registry)], check=True, capture_output=True, text=True).stdout
+    rows = [json.loads(line)["text"] for line in out.splitlines() if line.strip()]
+    return rows[:limit] if limit else rows
+
+
+def embed(model_dir: Path, docs: list[str]) -> np.ndarray:
+    tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    tok.no_padding()
+    tok.enable_truncation(256)
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 2
+    sess = ort.InferenceSession(str(model_dir / "model.onnx"), so, providers=["CPUExecutionProvider"])
+    names = {i.name for i in sess.get_inputs()}
+    out = []
+    for t in docs:
+        e = tok.encode(t)
+        ids = np.array([e.ids], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+        h = sess.run(None, {k: v for k, v in feeds.items() if k in names})[0][0]
+        v = h.mean(axis=0)
+        out.append(v / np.linalg.norm(v))
+    return np.stack(out)
+
+
+def pair_cosines(m: np.ndarray) -> np.ndarray:
+    s = m @ m.T
+    return s[np.triu_indices(len(m), k=1)]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("base", type=Path)
+    ap.add_argument("other", type=Path)
+    ap.add_argument("--threshold", type=float, default=0.8)
+    a = ap.parse_args()
+    registries = [(ROOT / "tools", None), (ROOT / "tests/fixtures/mcp-reference", None),
+                  (ROOT / "tests/golden/mcp-dev/tools", None), (ROOT / "tests/golden/mcp-pypi/tools", None),
+                  (DATA / "bfcl_multiturn/tools.jsonl", None), (DATA / "bfcl/tools.jsonl", 600)]
+    base, other = [], []
+    for reg, limit in registries:
+        docs = texts(reg, limit)
+        base.append(pair_cosines(embed(a.base, docs)))
+        other.append(pair_cosines(embed(a.other, docs)))
+    b, o = np.concatenate(base), np.concatenate(other)
+    share = float((b >= a.threshold).mean())
+    mapped = float(np.quantile(o, 1.0 - share))
+    print(json.dumps({"pairs": int(len(b)), "threshold": a.threshold, "share_at_or_above": round(share, 5),
+                      "mapped_threshold": round(mapped, 3),
+                      "base_median": round(float(np.median(b)), 3), "other_median": round(float(np.median(o)), 3)}))
+
+
+if __name__ == "__main__":
+    main()
