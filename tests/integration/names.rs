@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 
 use toolrag::index::{build, BuildModel, BuildOptions};
 use toolrag::registry::{Deprecation, LoadOptions, Registry};
-use toolrag::search::{khipu, Decision, Mode, SearchConfig, SearchRequest, SearchResult, Searcher};
+use toolrag::search::{khipu, Decision, Mode, SearchRequest, SearchResult, Searcher};
 
 use crate::common::{fixture, published_config, published_embedder};
 
