@@ -273,19 +273,13 @@ impl Embedder for FastEmbedder {
         if self.settings.pooling != PoolingChoice::Mean {
             // Parts are pooled from one pass by their tokens' mean; a model
             // pooled otherwise embeds each part on its own.
-            let mut v = vec![self.embed_query(text)?];
-            for &(a, b) in spans {
-                if let Some(part) = text.get(a..b) {
-                    v.push(self.embed_query(part)?);
-                }
-            }
-            return Ok(v);
+            return super::embed_parts_one_by_one(self, text, spans);
         }
+        let original = (text, spans);
         // Spans are into `text`; the model sees the prefix before it.
         let shift = self.settings.query_prefix.len();
         let spans: Vec<(usize, usize)> =
             spans.iter().map(|&(a, b)| (a + shift, b + shift)).collect();
-        let original = text;
         let prefixed = self.as_query(text);
         let text = prefixed.as_ref();
         let enc = self
@@ -312,11 +306,7 @@ impl Embedder for FastEmbedder {
         if shape.len() != 3 || shape[1] != offsets.len() {
             // The tokenizations disagree; fall back to embedding each part.
             tracing::debug!(target: "embed", ?shape, tokens = offsets.len(), "token offsets do not match the model output");
-            let mut v = vec![self.embed_query(original)?];
-            for &(a, b) in &spans {
-                v.push(self.embed_query(&text[a..b])?);
-            }
-            return Ok(v);
+            return super::embed_parts_one_by_one(self, original.0, original.1);
         }
         let dim = shape[2];
         let flat: Vec<f32> = hidden.iter().copied().collect();

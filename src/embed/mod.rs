@@ -72,14 +72,26 @@ pub trait Embedder: Send + Sync {
     /// one vector per span. The default embeds each part on its own; models that
     /// can pool parts from one pass override it.
     fn embed_query_parts(&self, text: &str, spans: &[(usize, usize)]) -> Result<Vec<Vec<f32>>> {
-        let mut out = vec![self.embed_query(text)?];
-        for &(a, b) in spans {
-            if let Some(part) = text.get(a..b) {
-                out.push(self.embed_query(part)?);
-            }
-        }
-        Ok(out)
+        embed_parts_one_by_one(self, text, spans)
     }
+}
+
+/// Embeds `text` as a query, then each span of it (byte ranges; one that is
+/// not on character boundaries is skipped) as a query of its own: the
+/// default [`Embedder::embed_query_parts`], and the fallback of embedders
+/// that pool parts from one pass when they cannot.
+pub fn embed_parts_one_by_one<E: Embedder + ?Sized>(
+    embedder: &E,
+    text: &str,
+    spans: &[(usize, usize)],
+) -> Result<Vec<Vec<f32>>> {
+    let mut out = vec![embedder.embed_query(text)?];
+    for &(a, b) in spans {
+        if let Some(part) = text.get(a..b) {
+            out.push(embedder.embed_query(part)?);
+        }
+    }
+    Ok(out)
 }
 
 /// The dot product of two vectors; the cosine similarity for normalised ones.
