@@ -18,41 +18,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
-import onnxruntime as ort
-from tokenizers import Tokenizer
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT.parent / "shared" / "data"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from train_model import DATA, ROOT, ort_embedder, tool_texts  # noqa: E402  (one embedder, one text dump)
 
 
 def texts(registry: Path, limit: int | None = None) -> list[str]:
-    exe = ROOT / "target" / "release" / "examples" / "tool_texts"
-    out = subprocess.run([str(exe), str(registry)], check=True, capture_output=True, text=True).stdout
-    rows = [json.loads(line)["text"] for line in out.splitlines() if line.strip()]
+    rows = [t["text"] for t in tool_texts(registry).values()]
     return rows[:limit] if limit else rows
 
 
 def embed(model_dir: Path, docs: list[str]) -> np.ndarray:
-    tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-    tok.no_padding()
-    tok.enable_truncation(256)
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 2
-    sess = ort.InferenceSession(str(model_dir / "model.onnx"), so, providers=["CPUExecutionProvider"])
-    names = {i.name for i in sess.get_inputs()}
-    out = []
-    for t in docs:
-        e = tok.encode(t)
-        ids = np.array([e.ids], dtype=np.int64)
-        feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
-        h = sess.run(None, {k: v for k, v in feeds.items() if k in names})[0][0]
-        v = h.mean(axis=0)
-        out.append(v / np.linalg.norm(v))
-    return np.stack(out)
+    e = ort_embedder(model_dir / "model.onnx", model_dir / "tokenizer.json", threads=2)
+    return np.stack([e(t) for t in docs])
 
 
 def pair_cosines(m: np.ndarray) -> np.ndarray:

@@ -259,9 +259,9 @@ def quantize_integer(src: Path, dst: Path, per_channel: bool) -> None:
 
 # ------------------------------------------------------------------------------ measure
 
-def measure(forms: dict[str, Path], tokenizer: Path, texts: list[str], reps: int) -> dict:
-    """Per form: single-thread p50 of one query (tokenised, run, mean-pooled), and the cosine
-    of its vectors to the fp32 form's, over `texts`. All forms in one run, interleaved."""
+def ort_embedder(model: Path, tokenizer: Path, threads: int = 1):
+    """A function text -> unit vector: the model at `model` run by onnxruntime on `threads`
+    threads, one text at a time, mean-pooled, as toolrag embeds (256 tokens at most)."""
     import numpy as np
     import onnxruntime as ort
     from tokenizers import Tokenizer
@@ -270,28 +270,35 @@ def measure(forms: dict[str, Path], tokenizer: Path, texts: list[str], reps: int
     tok.no_padding()
     tok.enable_truncation(256)
     so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
+    so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
-    sessions = {k: ort.InferenceSession(str(p), so, providers=["CPUExecutionProvider"])
-                for k, p in forms.items()}
+    sess = ort.InferenceSession(str(model), so, providers=["CPUExecutionProvider"])
+    names = {i.name for i in sess.get_inputs()}
 
-    def embed(sess, text):
+    def embed(text: str):
         e = tok.encode(text)
         ids = np.array([e.ids], dtype=np.int64)
         mask = np.array([e.attention_mask], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        feeds = {i.name: feeds[i.name] for i in sess.get_inputs()}
-        h = sess.run(None, feeds)[0][0]
-        v = h.mean(axis=0)
+        v = sess.run(None, {k: v for k, v in feeds.items() if k in names})[0][0].mean(axis=0)
         return v / np.linalg.norm(v)
 
-    vecs = {k: [embed(s, t) for t in texts] for k, s in sessions.items()}
+    return embed
+
+
+def measure(forms: dict[str, Path], tokenizer: Path, texts: list[str], reps: int) -> dict:
+    """Per form: single-thread p50 of one query (tokenised, run, mean-pooled), and the cosine
+    of its vectors to the fp32 form's, over `texts`. All forms in one run, interleaved."""
+    import numpy as np
+
+    sessions = {k: ort_embedder(p, tokenizer) for k, p in forms.items()}
+    vecs = {k: [embed(t) for t in texts] for k, embed in sessions.items()}
     times = {k: [] for k in sessions}
     for _ in range(reps):
         for t in texts:
-            for k, s in sessions.items():
+            for k, embed in sessions.items():
                 t0 = time.perf_counter()
-                embed(s, t)
+                embed(t)
                 times[k].append((time.perf_counter() - t0) * 1000)
     out = {}
     for k in sessions:
