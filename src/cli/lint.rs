@@ -27,20 +27,31 @@ load, a bad config).
 
 Rule levels, per-path ignores and thresholds come from the [lint] table of
 ./toolrag.toml (or --config); see examples/toolrag.toml. `toolrag rule` lists
-the rules and explains each one.
+the rules and explains each one; docs/rules/ has a page per rule.
+
+Linting servers you do not own: --profile consumer keeps the findings a
+consumer can act on (relative-path-parameter, confusable-tools,
+hidden-instructions, missing-side-effect-annotations, duplicate-tool-name,
+invalid-tool-name, invalid-input-schema) and turns authoring advice
+(examples, edge cases, wording) into informational notes, which never fail
+the run.
 
 Examples:
   toolrag lint
   toolrag lint tools/ my-server.json --format concise
   toolrag lint --format sarif --output toolrag.sarif
   toolrag lint ../shared/data/bfcl/tools.jsonl --lexical --statistics
-  toolrag lint --select relative-path-parameter,hidden-instructions";
+  toolrag lint --select relative-path-parameter,hidden-instructions
+  toolrag lint tests/fixtures/mcp-reference/ --profile consumer --format concise
+  npx @modelcontextprotocol/inspector --cli --method tools/list npx -y \\
+    @modelcontextprotocol/server-memory | toolrag lint - --profile consumer";
 
-/// The arguments of `toolrag lint`.
+/// Lint tool docstrings: examples, edge cases, formats, paths, boundaries, poisoning.
 #[derive(Debug, Args)]
 #[command(after_long_help = LINT_HELP)]
 pub struct LintArgs {
-    /// Registry files or folders (default: tools/).
+    /// Registry files or folders (default: tools/); `-` reads one registry
+    /// file from standard input.
     paths: Vec<PathBuf>,
     /// Output format: full (source snippets), concise (one line each), json,
     /// sarif (SARIF 2.1.0 for code scanning) or github (workflow annotations).
@@ -60,6 +71,10 @@ pub struct LintArgs {
     /// Exit 1 when there are warnings, not only errors.
     #[arg(long)]
     deny_warnings: bool,
+    /// Whose lint this is: author (every rule at its level) or consumer
+    /// (servers you do not own: authoring advice becomes informational).
+    #[arg(long, value_enum, default_value_t = ProfileArg::Author)]
+    profile: ProfileArg,
     /// Print how many diagnostics and tools each rule has, instead of the
     /// diagnostics.
     #[arg(long)]
@@ -71,6 +86,15 @@ pub struct LintArgs {
     model: ModelArgs,
     #[command(flatten)]
     registry: RegistryArgs,
+}
+
+/// The profiles, as command-line values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ProfileArg {
+    /// The author of the tools: every rule at its configured level.
+    Author,
+    /// A consumer of servers they do not own.
+    Consumer,
 }
 
 /// The output formats, as command-line values.
@@ -99,6 +123,10 @@ fn load_config(args: &mut LintArgs) -> anyhow::Result<LintConfig> {
     let full = super::Config::load(args.config.as_deref())?;
     args.model.configure(&full);
     let mut config = full.lint;
+    config.profile = match args.profile {
+        ProfileArg::Author => lint::Profile::Author,
+        ProfileArg::Consumer => lint::Profile::Consumer,
+    };
     if !args.select.is_empty() {
         config.select(&args.select)?;
     }

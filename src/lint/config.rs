@@ -120,6 +120,34 @@ impl IgnoreEntry {
     }
 }
 
+/// Who runs the lint, which decides what its findings are for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Profile {
+    /// The author of the tools: every rule at its configured level.
+    #[default]
+    Author,
+    /// A consumer of servers they do not own (`toolrag lint --profile
+    /// consumer`): the findings a consumer can act on ([`CONSUMER_RULES`]:
+    /// poisoning, paths, look-alikes, side-effect annotations, names and
+    /// schemas that break clients) keep their level; authoring advice
+    /// (examples, edge cases, wording) becomes [`Level::Info`].
+    Consumer,
+}
+
+/// The rules whose findings a consumer of a server can act on (by not
+/// enabling a tool, sandboxing it, requiring confirmation, or adding a
+/// boundary in a gateway), by name.
+pub const CONSUMER_RULES: &[&str] = &[
+    "relative-path-parameter",
+    "confusable-tools",
+    "hidden-instructions",
+    "missing-side-effect-annotations",
+    "duplicate-tool-name",
+    "invalid-tool-name",
+    "invalid-input-schema",
+];
+
 /// The lint configuration: levels, selection, ignores and thresholds.
 #[derive(Debug, Clone, Default)]
 pub struct LintConfig {
@@ -131,6 +159,9 @@ pub struct LintConfig {
     pub ignore: Vec<IgnoreEntry>,
     /// Numbers the rules compare against.
     pub thresholds: Thresholds,
+    /// Whose lint this is: the consumer profile makes authoring advice
+    /// informational.
+    pub profile: Profile,
 }
 
 #[derive(Deserialize)]
@@ -248,10 +279,17 @@ impl LintConfig {
                 return Level::Ignore;
             }
         }
-        self.levels
+        let level = self
+            .levels
             .get(rule.code)
             .copied()
-            .unwrap_or(rule.default_level)
+            .unwrap_or(rule.default_level);
+        match self.profile {
+            Profile::Consumer if level > Level::Info && !CONSUMER_RULES.contains(&rule.name) => {
+                Level::Info
+            }
+            _ => level,
+        }
     }
 
     pub(crate) fn is_ignored(&self, d: &Diagnostic) -> bool {
@@ -293,6 +331,25 @@ mod tests {
         );
         let e = LintConfig::parse("[lint.thresholds]\nmin-exampels = 2\n").unwrap_err();
         assert!(e.to_string().contains("min-exampels"), "{e}");
+    }
+
+    #[test]
+    fn the_consumer_profile_keeps_what_a_consumer_can_act_on() {
+        let mut c = LintConfig::parse("[lint]\nTR001 = \"error\"\nTR009 = \"ignore\"\n").unwrap();
+        c.profile = Profile::Consumer;
+        let level = |name| c.level_of(rules::find_rule(name).unwrap());
+        assert_eq!(level("missing-examples"), Level::Info);
+        assert_eq!(level("missing-edge-cases"), Level::Info);
+        assert_eq!(level("relative-path-parameter"), Level::Error);
+        assert_eq!(level("hidden-instructions"), Level::Error);
+        assert_eq!(
+            level("confusable-tools"),
+            Level::Ignore,
+            "ignored stays ignored"
+        );
+        for name in CONSUMER_RULES {
+            assert!(rules::find_rule(name).is_some(), "{name}");
+        }
     }
 
     #[test]

@@ -36,8 +36,8 @@ use std::collections::BTreeMap;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-pub use config::{IgnoreEntry, LintConfig, Thresholds, CONFIG_FILE};
-pub use rule::{RuleCode, RuleInfo};
+pub use config::{IgnoreEntry, LintConfig, Profile, Thresholds, CONFIG_FILE, CONSUMER_RULES};
+pub use rule::{rules_index_page, RuleCode, RuleInfo};
 pub use rules::{find_rule, rules};
 
 use crate::embed::TokenCounter;
@@ -52,6 +52,11 @@ pub enum Level {
     /// The rule does not run.
     #[serde(alias = "off")]
     Ignore,
+    /// Reported as information; never fails the run, even with
+    /// `--deny-warnings`. The consumer profile ([`Profile::Consumer`]) puts
+    /// authoring advice at this level.
+    #[serde(alias = "note")]
+    Info,
     /// Reported; does not fail the run.
     #[serde(alias = "warning")]
     Warn,
@@ -64,6 +69,7 @@ impl Level {
     pub fn as_str(self) -> &'static str {
         match self {
             Level::Ignore => "ignore",
+            Level::Info => "info",
             Level::Warn => "warn",
             Level::Error => "error",
         }
@@ -252,10 +258,8 @@ pub fn statistics(diagnostics: &[Diagnostic]) -> Vec<RuleStatistics> {
 }
 
 /// The number of diagnostics at each level: `(errors, warnings)`.
+/// Informational diagnostics ([`Level::Info`]) are in neither.
 pub fn count_levels(diagnostics: &[Diagnostic]) -> (usize, usize) {
-    let errors = diagnostics
-        .iter()
-        .filter(|d| d.level == Level::Error)
-        .count();
-    (errors, diagnostics.len() - errors)
+    let count = |level| diagnostics.iter().filter(|d| d.level == level).count();
+    (count(Level::Error), count(Level::Warn))
 }

@@ -105,6 +105,49 @@ impl RuleInfo {
     }
 }
 
+impl RuleInfo {
+    /// The rule's documentation page, `docs/rules/<CODE>.md`: the summary, the
+    /// default level and the doc comment. The SARIF log links each rule to its
+    /// page (`helpUri`); a test keeps the pages equal to this.
+    pub fn page(&self) -> String {
+        format!(
+            "<!-- Generated from the rule's doc comment (src/lint/rules/); a test keeps it in sync. -->\n\
+             # {code}: {name}\n\n\
+             {summary}\n\n\
+             Default level: `{level}`. Explain it on the command line with `toolrag rule {code}`; \
+             change its level with `{name} = \"error\"` in the `[lint]` table of toolrag.toml.\n\n\
+             {doc}\n",
+            code = self.code,
+            name = self.name,
+            summary = self.summary,
+            level = self.default_level,
+            doc = self.doc_text(),
+        )
+    }
+}
+
+/// The index of the rule pages, `docs/rules/README.md`: one row per rule.
+pub fn rules_index_page() -> String {
+    let mut out = String::from(
+        "<!-- Generated from the rule table (src/lint/rules/); a test keeps it in sync. -->\n\
+         # toolrag lint rules\n\n\
+         `toolrag rule` lists them and `toolrag rule <CODE>` explains one. Levels are set in the \
+         `[lint]` table of toolrag.toml; `toolrag lint --profile consumer` keeps only the findings \
+         a consumer of a server can act on.\n\n\
+         | code | name | default level | what it finds |\n|---|---|---|---|\n",
+    );
+    for r in super::rules() {
+        out.push_str(&format!(
+            "| [{code}]({code}.md) | `{name}` | {level} | {summary} |\n",
+            code = r.code,
+            name = r.name,
+            level = r.default_level,
+            summary = r.summary.replace('|', "\\|"),
+        ));
+    }
+    out
+}
+
 /// What rules can read while checking.
 pub(crate) struct CheckContext<'a> {
     pub registry: &'a Registry,

@@ -238,9 +238,104 @@ pub(crate) fn is_path_property(p: &Property<'_>) -> bool {
         || PATH_DESCRIPTION.is_match(desc)
 }
 
-/// The properties that hold filesystem paths (see [`is_path_property`]).
+/// One-word parameter names that hold a path when the tool works on files
+/// (`move_file.source`, `copy_file.destination`), and something else
+/// elsewhere (`git_diff.target`, a relation's `from`).
+const ENDPOINT_NAMES: &[&str] = &[
+    "source",
+    "destination",
+    "src",
+    "dest",
+    "dst",
+    "target",
+    "from",
+    "to",
+    "origin",
+    "input",
+    "output",
+];
+
+/// Words of a tool name that say it works on files.
+const FILE_TOOL_WORDS: &[&str] = &[
+    "file",
+    "files",
+    "dir",
+    "dirs",
+    "directory",
+    "directories",
+    "folder",
+    "folders",
+    "path",
+    "paths",
+];
+
+/// Whether the tool works on files, judged by its name (`move_file`,
+/// `copy_directory`).
+fn is_file_tool(tool: &ToolDef) -> bool {
+    split_identifier(&tool.name)
+        .iter()
+        .any(|w| FILE_TOOL_WORDS.contains(&w.as_str()))
+}
+
+/// Whether a property holds a path because of the tool it belongs to: a
+/// one-word endpoint name (`source`, `destination`) on a tool whose name says
+/// it works on files, with no description that says otherwise.
+fn is_endpoint_path(tool: &ToolDef, p: &Property<'_>) -> bool {
+    p.string_schema().is_some()
+        && ENDPOINT_NAMES.contains(&p.name.to_ascii_lowercase().as_str())
+        && !NOT_FILESYSTEM.is_match(p.description())
+        && is_file_tool(tool)
+}
+
+/// The properties that hold filesystem paths (see [`is_path_property`]),
+/// with the endpoints of file tools (`move_file.source`).
 pub(crate) fn path_properties(tool: &ToolDef) -> impl Iterator<Item = Property<'_>> {
-    properties(tool).into_iter().filter(is_path_property)
+    properties(tool)
+        .into_iter()
+        .filter(move |p| is_path_property(p) || is_endpoint_path(tool, p))
+}
+
+/// Name words of a path parameter that make it a base other paths are
+/// relative to (`repo_path`, `root_dir`, `working_directory`).
+const BASE_WORDS: &[&str] = &[
+    "repo",
+    "repository",
+    "root",
+    "base",
+    "cwd",
+    "workdir",
+    "workspace",
+    "working",
+    "project",
+];
+
+/// The path parameter beside `p` (same parent object) that `p`'s paths are
+/// relative to, such as `repo_path` beside `git_add.files`; `None` when there
+/// is none or `p` is that base itself.
+pub(crate) fn base_beside<'a>(
+    all: &'a [Property<'a>],
+    p: &Property<'_>,
+) -> Option<&'a Property<'a>> {
+    let parent = |q: &Property<'_>| {
+        q.pointer
+            .rsplit_once("/properties/")
+            .map(|(a, _)| a.to_string())
+    };
+    let here = parent(p)?;
+    let is_base = |q: &Property<'_>| {
+        split_identifier(q.name)
+            .iter()
+            .any(|w| BASE_WORDS.contains(&w.as_str()))
+    };
+    if is_base(p) {
+        return None;
+    }
+    all.iter().find(|q| {
+        q.pointer != p.pointer
+            && parent(q).as_deref() == Some(here.as_str())
+            && is_path_property(q)
+            && is_base(q)
+    })
 }
 
 /// Whether a string schema only accepts absolute paths: `format:

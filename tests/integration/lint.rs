@@ -188,8 +188,8 @@ fn confusable_tools_without_boundaries_are_paired() {
     let pairs: BTreeSet<(String, String)> = found
         .iter()
         .map(|d| {
-            let ids: Vec<&str> = d.message.split('`').skip(1).step_by(2).take(2).collect();
-            (ids[0].to_string(), ids[1].to_string())
+            let other = d.message.split('`').nth(1).unwrap();
+            (d.tool_id.clone(), other.to_string())
         })
         .collect();
     for (a, b) in [

@@ -105,14 +105,14 @@ fn json_gives_one_flat_object_per_diagnostic() {
     assert!(rows.len() > 10);
     for r in rows {
         for key in [
-            "code", "name", "level", "tool_id", "file", "line", "column", "message",
+            "code", "name", "level", "toolId", "file", "line", "column", "message",
         ] {
             assert!(r.get(key).is_some(), "{key} missing in {r}");
         }
     }
     let first = &rows[0];
     assert_eq!(first["file"], FAILING);
-    assert_eq!(first["tool_id"], "mcp_filesystem/read_file");
+    assert_eq!(first["toolId"], "mcp_filesystem/read_file");
     assert_eq!(
         (first["line"].as_u64(), first["column"].as_u64()),
         (Some(6), Some(7))

@@ -14,6 +14,8 @@ pub(super) fn render(
         let (level, on, off) = match (d.level, opts.color) {
             (Level::Error, true) => ("error", "\x1b[1;31m", "\x1b[0m"),
             (Level::Error, false) => ("error", "", ""),
+            (Level::Info, true) => ("info", "\x1b[1;36m", "\x1b[0m"),
+            (Level::Info, false) => ("info", "", ""),
             (_, true) => ("warning", "\x1b[1;33m", "\x1b[0m"),
             (_, false) => ("warning", "", ""),
         };

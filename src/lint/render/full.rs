@@ -61,6 +61,7 @@ pub(super) fn render(
     for d in diagnostics {
         let level = match d.level {
             Level::Error => SnippetLevel::ERROR,
+            Level::Info => SnippetLevel::INFO,
             _ => SnippetLevel::WARNING,
         };
         let path = d.location.file.to_string_lossy();

@@ -22,6 +22,7 @@ pub(super) fn render(diagnostics: &[Diagnostic], out: &mut dyn Write) -> io::Res
     for d in diagnostics {
         let command = match d.level {
             Level::Error => "error",
+            Level::Info => "notice",
             _ => "warning",
         };
         writeln!(

@@ -6,8 +6,10 @@ use serde::Serialize;
 
 use crate::lint::{Diagnostic, Level};
 
-/// The JSON shape of a diagnostic: flat, with the location spread out.
+/// The JSON shape of a diagnostic: flat, with the location spread out, in
+/// camelCase like every JSON toolrag writes.
 #[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 struct JsonDiagnostic<'a> {
     code: &'a str,
     name: &'a str,

@@ -60,6 +60,7 @@ pub fn render(
 /// The closing line of the human formats: counts, or that all checks passed.
 fn summary(diagnostics: &[Diagnostic], tools_checked: usize) -> String {
     let (errors, warnings) = super::count_levels(diagnostics);
+    let notes = diagnostics.len() - errors - warnings;
     let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
     let tools = plural(tools_checked, "tool");
     if diagnostics.is_empty() {
@@ -68,8 +69,13 @@ fn summary(diagnostics: &[Diagnostic], tools_checked: usize) -> String {
     let mut ids: Vec<&str> = diagnostics.iter().map(|d| d.tool_id.as_str()).collect();
     ids.sort_unstable();
     ids.dedup();
+    let notes = if notes == 0 {
+        String::new()
+    } else {
+        format!(" (and {})", plural(notes, "note"))
+    };
     format!(
-        "Found {} and {} in {} ({tools} checked).",
+        "Found {} and {}{notes} in {} ({tools} checked).",
         plural(errors, "error"),
         plural(warnings, "warning"),
         plural(ids.len(), "tool"),

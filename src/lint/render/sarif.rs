@@ -1,8 +1,13 @@
 //! `sarif`: a SARIF 2.1.0 log built from the typed model of `serde-sarif`,
-//! in the shape GitHub code scanning accepts (`github/codeql-action/upload-sarif`).
+//! in the shape GitHub code scanning accepts (`github/codeql-action/upload-sarif`)
+//! and `Sarif.Multitool validate --rule-kind "Sarif;Gh"` passes without a
+//! warning: every rule has a `helpUri` (its page under `docs/rules/`), tags,
+//! a precision and, for the security rules, a `security-severity`; file URIs
+//! are relative to `%SRCROOT%` (the working directory) and percent-escaped.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
+use std::path::Path;
 
 use serde_sarif::sarif;
 
@@ -15,20 +20,149 @@ fn sarif_level(level: Level) -> &'static str {
     match level {
         Level::Error => "error",
         Level::Warn => "warning",
+        Level::Info => "note",
         Level::Ignore => "none",
     }
 }
 
-/// A file path as a SARIF URI: relative paths stay relative (to the
-/// repository root, for code scanning); absolute ones become `file://` URIs.
-fn uri(path: &std::path::Path) -> String {
-    let s = path.to_string_lossy().replace('\\', "/");
-    let s = s.strip_prefix("./").unwrap_or(&s).replace(' ', "%20");
-    if s.starts_with('/') {
-        format!("file://{s}")
-    } else {
-        s
+/// Where the rule pages are: `docs/rules/<CODE>.md` of toolrag's repository.
+/// A build can point them elsewhere with `TOOLRAG_REPOSITORY_URL`.
+pub const REPOSITORY_URL: &str = match option_env!("TOOLRAG_REPOSITORY_URL") {
+    Some(url) => url,
+    None => "https://github.com/your-org/toolrag",
+};
+
+/// The base id of URIs relative to the working directory, the checkout's
+/// root in CI (the name GitHub's documentation uses).
+pub const SRCROOT: &str = "%SRCROOT%";
+
+/// The page documenting the rule `code` (`docs/rules/TR005.md`).
+pub fn help_uri(code: &str) -> String {
+    format!("{REPOSITORY_URL}/blob/main/docs/rules/{code}.md")
+}
+
+/// Percent-escapes a path for a URI: every byte but the unreserved
+/// characters of RFC 3986 (letters, digits, `-._~`) and `/`, so that `#`,
+/// `?`, `%`, `:` and `,` in a file name stay part of the path.
+fn escape_path(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for b in path.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
     }
+    out
+}
+
+/// The URI of a directory, ending in `/`: `file:///home/me/repo/`.
+fn directory_uri(dir: &Path) -> String {
+    let mut s = file_uri(dir);
+    if !s.ends_with('/') {
+        s.push('/');
+    }
+    s
+}
+
+/// A `file://` URI for an absolute path.
+fn file_uri(path: &Path) -> String {
+    let s = path.to_string_lossy().replace('\\', "/");
+    let s = if s.starts_with('/') {
+        s
+    } else {
+        format!("/{s}")
+    };
+    format!("file://{}", escape_path(&s))
+}
+
+/// A file path as a SARIF artifact location: relative to [`SRCROOT`] (with
+/// that base id) when the file lies under `root`, otherwise an absolute
+/// `file://` URI.
+fn artifact_location(path: &Path, root: Option<&Path>) -> sarif::ArtifactLocation {
+    let absolute = if path.is_absolute() {
+        Some(path.to_path_buf())
+    } else {
+        root.map(|r| r.join(path))
+    };
+    let relative = match (root, &absolute) {
+        (Some(r), Some(a)) => a.strip_prefix(r).ok().map(Path::to_path_buf),
+        _ => None,
+    }
+    .filter(|p| !p.as_os_str().is_empty())
+    .map(|p| clean(&p));
+    match (relative, absolute) {
+        (Some(rel), _) => sarif::ArtifactLocation::builder()
+            .uri(escape_path(&rel))
+            .uri_base_id(SRCROOT)
+            .build(),
+        (None, Some(abs)) => sarif::ArtifactLocation::builder()
+            .uri(file_uri(&abs))
+            .build(),
+        // A relative path with no known root: as written, escaped.
+        (None, None) => sarif::ArtifactLocation::builder()
+            .uri(escape_path(&clean(path)))
+            .build(),
+    }
+}
+
+/// A relative path with `/` separators and without `.` components.
+fn clean(path: &Path) -> String {
+    path.components()
+        .filter(|c| !matches!(c, std::path::Component::CurDir))
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// How code scanning should file a rule's findings: tags, precision and, for
+/// the security rules, a `security-severity` (0-10, as CVSS).
+fn rule_properties(r: &crate::lint::RuleInfo) -> sarif::PropertyBag {
+    let (tags, precision, security): (&[&str], &str, Option<&str>) = match r.name {
+        "missing-examples" => (&["docstring", "examples"], "high", None),
+        "missing-edge-cases" => (&["docstring", "edge-cases"], "high", None),
+        "undocumented-parameter" => (&["docstring", "schema"], "very-high", None),
+        "missing-input-format" => (&["docstring", "schema"], "medium", None),
+        "relative-path-parameter" => (
+            &["security", "schema", "paths", "external/cwe/cwe-22"],
+            "high",
+            Some("6.5"),
+        ),
+        "defaulted-path-parameter" => (&["schema", "paths"], "high", None),
+        "invalid-example-arguments" => (&["examples", "schema"], "very-high", None),
+        "unknown-boundary-target" => (&["docstring", "boundaries"], "very-high", None),
+        "confusable-tools" => (&["retrieval", "boundaries"], "medium", None),
+        "hidden-instructions" => (
+            &[
+                "security",
+                "tool-poisoning",
+                "prompt-injection",
+                "external/cwe/cwe-74",
+            ],
+            "high",
+            Some("8.0"),
+        ),
+        "missing-side-effect-annotations" => (&["annotations", "safety"], "high", None),
+        "duplicate-tool-name" => (&["naming", "correctness"], "very-high", None),
+        "invalid-tool-name" => (&["naming", "correctness"], "very-high", None),
+        "vague-description" => (&["docstring"], "medium", None),
+        "oversized-description" => (&["docstring", "context-budget"], "high", None),
+        "invalid-input-schema" => (&["schema", "correctness"], "very-high", None),
+        "deprecated-without-replacement" => (&["deprecation"], "very-high", None),
+        _ => (&["docstring"], "medium", None),
+    };
+    let mut more = BTreeMap::new();
+    more.insert("precision".to_string(), serde_json::Value::from(precision));
+    if let Some(severity) = security {
+        more.insert(
+            "security-severity".to_string(),
+            serde_json::Value::from(severity),
+        );
+    }
+    sarif::PropertyBag::builder()
+        .tags(tags.iter().map(|t| t.to_string()).collect::<Vec<_>>())
+        .additional_properties(more)
+        .build()
 }
 
 fn rule_descriptor(r: &crate::lint::RuleInfo) -> sarif::ReportingDescriptor {
@@ -38,6 +172,7 @@ fn rule_descriptor(r: &crate::lint::RuleInfo) -> sarif::ReportingDescriptor {
         .name(r.name)
         .short_description(&r.summary.to_string())
         .full_description(&r.summary.to_string())
+        .help_uri(help_uri(r.code))
         .help(
             sarif::MultiformatMessageString::builder()
                 .text(doc.clone())
@@ -49,10 +184,11 @@ fn rule_descriptor(r: &crate::lint::RuleInfo) -> sarif::ReportingDescriptor {
                 .level(serde_json::Value::from(sarif_level(r.default_level)))
                 .build(),
         )
+        .properties(rule_properties(r))
         .build()
 }
 
-fn result(d: &Diagnostic, rule_index: Option<usize>) -> sarif::Result {
+fn result(d: &Diagnostic, rule_index: Option<usize>, root: Option<&Path>) -> sarif::Result {
     let region = sarif::Region::builder()
         .start_line(i64::from(d.location.line))
         .start_column(i64::from(d.location.column))
@@ -60,11 +196,7 @@ fn result(d: &Diagnostic, rule_index: Option<usize>) -> sarif::Result {
     let location = sarif::Location::builder()
         .physical_location(
             sarif::PhysicalLocation::builder()
-                .artifact_location(
-                    sarif::ArtifactLocation::builder()
-                        .uri(uri(&d.location.file))
-                        .build(),
-                )
+                .artifact_location(artifact_location(&d.location.file, root))
                 .region(region)
                 .build(),
         )
@@ -83,6 +215,7 @@ fn result(d: &Diagnostic, rule_index: Option<usize>) -> sarif::Result {
         .rule_id(d.code.to_string())
         .level(match d.level {
             Level::Error => sarif::ResultLevel::Error,
+            Level::Info => sarif::ResultLevel::Note,
             _ => sarif::ResultLevel::Warning,
         })
         .message(&format!("{} (tool `{}`)", d.message, d.tool_id))
@@ -94,26 +227,56 @@ fn result(d: &Diagnostic, rule_index: Option<usize>) -> sarif::Result {
     }
 }
 
-/// The SARIF log for `diagnostics`, with every rule described in the driver.
+/// The SARIF log for `diagnostics`, with every rule described in the driver
+/// and file URIs relative to the working directory ([`SRCROOT`]).
 pub fn to_sarif(diagnostics: &[Diagnostic]) -> sarif::Sarif {
+    let root = std::env::current_dir().ok();
+    to_sarif_relative_to(diagnostics, root.as_deref())
+}
+
+/// The SARIF log for `diagnostics`, with the URIs of files under `root`
+/// relative to it (base id [`SRCROOT`]) and the others absolute. `root` is
+/// absolute; `None` leaves relative paths as written.
+pub fn to_sarif_relative_to(diagnostics: &[Diagnostic], root: Option<&Path>) -> sarif::Sarif {
+    let root = root.filter(|r| r.is_absolute());
     let all: Vec<&crate::lint::RuleInfo> = rules().collect();
     let results: Vec<sarif::Result> = diagnostics
         .iter()
-        .map(|d| result(d, all.iter().position(|r| d.code == r.code)))
+        .map(|d| result(d, all.iter().position(|r| d.code == r.code), root))
         .collect();
     let driver = sarif::ToolComponent::builder()
         .name("toolrag")
+        .full_name(concat!("toolrag ", env!("CARGO_PKG_VERSION")))
         .version(env!("CARGO_PKG_VERSION"))
         .semantic_version(env!("CARGO_PKG_VERSION"))
+        .information_uri(REPOSITORY_URL)
         .rules(all.iter().map(|r| rule_descriptor(r)).collect::<Vec<_>>())
         .build();
+    let mut bases = BTreeMap::new();
+    if let Some(r) = root {
+        bases.insert(
+            SRCROOT.to_string(),
+            sarif::ArtifactLocation::builder()
+                .uri(directory_uri(r))
+                .build(),
+        );
+    }
     let run = sarif::Run::builder()
         .tool(driver)
         .results(results)
         .invocations(vec![sarif::Invocation::builder()
             .execution_successful(true)
             .build()])
+        .column_kind(serde_json::Value::from("unicodeCodePoints"))
         .build();
+    let run = if bases.is_empty() {
+        run
+    } else {
+        sarif::Run {
+            original_uri_base_ids: Some(bases),
+            ..run
+        }
+    };
     sarif::Sarif::builder()
         .schema(SCHEMA)
         .version(serde_json::Value::from("2.1.0"))

@@ -1,12 +1,14 @@
 use crate::lint::rule::{declare_rule, CheckContext, Findings, Rule};
 use crate::lint::similarity::{dense_pairs, document_texts, lexical_pairs};
+use crate::lint::text::{prose_boundary_targets, visible_description};
 use crate::registry::ToolDef;
 
 declare_rule! {
     /// ## What it does
     /// Compares every tool with every other one and reports pairs that read
     /// alike when neither names the other in `not_for` (`Not for:` / `See
-    /// also:`). Similarity is the cosine of the embedding model's document
+    /// also:`) or in prose: "use X instead", "prefer X", "unlike X", "see X"
+    /// (how MCP servers, which have no `not_for` field, write a boundary). Similarity is the cosine of the embedding model's document
     /// vectors when the model is available (threshold `confusable-dense`,
     /// default 0.80), otherwise the TF-IDF cosine of their words
     /// (`confusable-lexical`, default 0.50). Each tool is reported once, naming
@@ -48,13 +50,20 @@ declare_rule! {
     }
 }
 
-/// Whether `from` names `to` in its boundaries.
+/// Whether `from` names `to` in its boundaries: `not_for`, or prose such as
+/// "use X instead", "prefer X", "unlike X" or "see X".
 fn names(cx: &CheckContext<'_>, from: &ToolDef, to: &ToolDef) -> bool {
-    from.not_for.iter().any(|b| {
+    let resolves_to_other = |name: &str| {
         cx.registry
-            .resolve_ref(from, b.tool.trim())
+            .resolve_ref(from, name)
             .is_some_and(|t| t.id == to.id)
-    })
+    };
+    from.not_for
+        .iter()
+        .any(|b| resolves_to_other(b.tool.trim()))
+        || prose_boundary_targets(&visible_description(from))
+            .into_iter()
+            .any(resolves_to_other)
 }
 
 impl Rule for ConfusableTools {
@@ -108,8 +117,8 @@ impl Rule for ConfusableTools {
                 tool,
                 pointer,
                 format!(
-                    "`{}` and `{}` are confusable ({measure} {score:.2}) and neither names the other in not_for{more}",
-                    tool.id, other.id
+                    "this tool and `{}` are confusable ({measure} {score:.2}) and neither names the other in not_for{more}",
+                    other.id
                 ),
             );
         }

@@ -29,6 +29,11 @@ declare_rule! {
     /// ```
     ///
     /// In free-text docstrings: `Edge cases:` then `- the file is not valid UTF-8: fails with ...`.
+    ///
+    /// A description with no structured edge cases still passes when its prose
+    /// states one with its behaviour the way MCP servers write them: "If the
+    /// file does not exist, …", "Returns an error when …", "Fails if …", "will
+    /// overwrite existing files", or a `Raises:` section.
     pub(crate) struct MissingEdgeCases {
         code: "TR002",
         name: "missing-edge-cases",
@@ -55,14 +60,19 @@ impl Rule for MissingEdgeCases {
                 complete += 1;
             }
         }
+        // MCP has no field for edge cases: real servers write them in prose.
+        let in_prose = tool.edge_cases.is_empty()
+            && crate::lint::text::prose_states_edge_case(&crate::lint::text::visible_description(
+                tool,
+            ));
         // Cases without a behaviour were reported one by one above.
-        if complete < min && complete == tool.edge_cases.len() {
+        if complete < min && complete == tool.edge_cases.len() && !in_prose {
             let msg = if tool.edge_cases.is_empty() {
-                format!("`{}` documents no edge cases", tool.name)
+                "the tool documents no edge cases".to_string()
             } else {
                 format!(
-                    "`{}` documents {complete} edge case(s); at least {min} are required",
-                    tool.name
+                    "the tool documents {}; at least {min} are required",
+                    crate::lint::text::plural(complete, "edge case", "edge cases")
                 )
             };
             let pointer = if tool.edge_cases.is_empty() {

@@ -31,6 +31,11 @@ declare_rule! {
     /// ```
     ///
     /// In free-text docstrings: `Examples:` then `- "show me /etc/hosts" -> {"path": "/etc/hosts"}`.
+    ///
+    /// A description with no structured examples still passes when its prose
+    /// shows one the way MCP servers write them (MCP has no field for
+    /// examples): `Example:`, `e.g.`, "for example", a quoted value after
+    /// "like", an argument in use ("pass `force=true`") or a quoted call.
     pub(crate) struct MissingExamples {
         code: "TR001",
         name: "missing-examples",
@@ -43,13 +48,18 @@ impl Rule for MissingExamples {
     fn check_tool<'t>(&self, tool: &'t ToolDef, cx: &CheckContext<'t>, out: &mut Findings<'t>) {
         let min = cx.thresholds.min_examples;
         let n = tool.examples.len();
-        if n < min {
+        // MCP has no field for examples: real servers write them in prose.
+        let in_prose = n == 0
+            && crate::lint::text::prose_shows_example(&crate::lint::text::visible_description(
+                tool,
+            ));
+        if n < min && !in_prose {
             let msg = if n == 0 {
-                format!("`{}` has no example requests", tool.name)
+                "the tool has no example requests".to_string()
             } else {
                 format!(
-                    "`{}` has {n} example(s); at least {min} are required",
-                    tool.name
+                    "the tool has {}; at least {min} are required",
+                    crate::lint::text::plural(n, "example", "examples")
                 )
             };
             let pointer = if n == 0 { "/description" } else { "/examples" };

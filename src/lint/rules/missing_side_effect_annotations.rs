@@ -85,7 +85,7 @@ impl Rule for MissingSideEffectAnnotations {
                     .to_string(),
             ),
             (_, d) if d != Some(true) => verb.map(|v| {
-                format!("`{v}` in the name says this tool is destructive, but destructiveHint is not true")
+                format!("the word `{v}` in the name says this tool is destructive, but destructiveHint is not true")
             }),
             _ => None,
         };

@@ -7,6 +7,13 @@ declare_rule! {
     /// Finds parameters that hold a filesystem path, by name (`path`,
     /// `repo_path`, `output_dir`, `source_file`) or by description ("the file
     /// path of ..."), and reports those whose schema accepts relative paths.
+    /// One-word endpoint names (`source`, `destination`, `target`) count as
+    /// paths on a tool whose name says it works on files (`move_file`).
+    ///
+    /// A path beside a base path parameter of the same object (`files` beside
+    /// `repo_path` in `git_add`) is relative to that base by design, which is
+    /// sound: only the base must be absolute.
+    ///
     /// A schema only accepts absolute paths with `format = "absolute-path"`
     /// (a toolrag format: starts with `/`), a `pattern` anchored at `^/`, or an
     /// `enum` of absolute paths. For arrays of paths the `items` are checked.
@@ -45,10 +52,16 @@ declare_rule! {
 
 impl Rule for RelativePathParameter {
     fn check_tool<'t>(&self, tool: &'t ToolDef, _cx: &CheckContext<'t>, out: &mut Findings<'t>) {
+        let all = schema::properties(tool);
         for p in schema::path_properties(tool) {
             let Some(strings) = p.string_schema() else {
                 continue;
             };
+            // Paths relative to a base given beside them (git_add's files,
+            // relative to repo_path) are sound: the base is what is checked.
+            if schema::base_beside(&all, &p).is_some() {
+                continue;
+            }
             if !schema::is_absolute_only(strings) {
                 let what = if std::ptr::eq(strings, p.schema) {
                     "it"

@@ -84,7 +84,7 @@ impl Rule for VagueDescription {
             out.push(
                 tool,
                 "/description",
-                format!("`{}` has no description", tool.name),
+                "the tool has no description".to_string(),
             );
             return;
         }
