@@ -6,8 +6,6 @@ mod cli;
 use std::io::ErrorKind;
 use std::process::ExitCode;
 
-use clap::Parser;
-
 /// mimalloc instead of the system allocator: a BM25 query builds and drops
 /// about a hundred term scorers with their block buffers, and glibc's malloc
 /// was a visible share of a query's time (BENCHMARKS.md, "Query latency").
@@ -25,7 +23,7 @@ pub(crate) fn release_allocator_memory() {
 }
 
 fn main() -> ExitCode {
-    let args = cli::Cli::parse();
+    let args = cli::parse();
     init_tracing(args.verbose);
     match cli::run(args) {
         Ok(code) => code,

@@ -1,5 +1,6 @@
 //! Command-line parsing (clap derive) and dispatch to one module per subcommand.
 
+mod completions;
 mod eval;
 mod gate;
 mod index;
@@ -44,38 +45,66 @@ pub struct Cli {
     command: Command,
 }
 
+// A doc comment on a variant replaces the whole help of its arguments struct
+// (`about` and `long_about`), which is how the long help of `serve` and `mcp`
+// was lost: a command whose struct carries its help has no doc comment here.
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Inspect a tool registry: list its tools or show one, normalised.
-    #[command(subcommand)]
+    #[command(subcommand, after_long_help = TOOLS_HELP)]
     Tools(tools::ToolsCommand),
     Index(index::IndexArgs),
     Query(query::QueryArgs),
     Resolve(resolve::ResolveArgs),
-    /// Lint tool docstrings: examples, edge cases, formats, paths, boundaries, poisoning.
     Lint(lint::LintArgs),
-    /// Explain a lint rule (by code or name), or list every rule.
     Rule(rule::RuleArgs),
-    /// Serve the index over HTTP: search, batch, tool cards, health, metrics, hot reload.
     Serve(serve::ServeArgs),
-    /// Serve the index to MCP clients over stdio: the search_tools and get_tool tools.
+    #[command(after_long_help = MCP_HELP)]
     Mcp(mcp::McpArgs),
     /// Check a Khipu plan: schema, groundedness, decision logic, approvals.
     Gate(gate::GateArgs),
     /// Measure retrieval quality on labelled queries: recall, nDCG, MRR, abstain, latency.
     Eval(eval::EvalArgs),
+    Completions(completions::CompletionsArgs),
+    Man(completions::ManArgs),
 }
+
+/// What `toolrag tools --help` ends with.
+const TOOLS_HELP: &str = "\
+Examples:
+  toolrag tools list
+  toolrag tools list ../shared/data/bfcl/tools.jsonl --format json
+  toolrag tools show filesystem/read_text_file
+  curl -s https://example.com/tools.json | toolrag tools list -";
+
+/// What `toolrag mcp --help` ends with: how a client starts it. Kept here,
+/// on the variant, so that it shows whatever `mcp::McpArgs` declares.
+const MCP_HELP: &str = "\
+Client configuration (Claude Desktop, Cursor and others):
+  {\"mcpServers\": {\"toolrag\": {\"command\": \"toolrag\",
+    \"args\": [\"mcp\", \"--index\", \"/abs/path/to/index\"]}}}
+
+Examples:
+  toolrag index && toolrag mcp
+  toolrag mcp --index /abs/path/to/index --config toolrag.toml
+  npx @modelcontextprotocol/inspector toolrag mcp --index /abs/path/to/index";
 
 /// Options shared by every command that reads a registry.
 #[derive(Debug, Clone, Args)]
 pub struct RegistryArgs {
-    /// Namespace for MCP, OpenAI and JSONL files (default: the file stem).
+    /// Namespace for MCP, OpenAI and JSONL files (default: the file stem;
+    /// `stdin` for `-`).
     #[arg(long, value_name = "NS")]
     pub namespace: Option<String>,
 }
 
+/// How a registry read from standard input is named in diagnostics.
+const STDIN_NAME: &str = "<stdin>";
+
 impl RegistryArgs {
-    /// Loads the registry at `paths` (default `tools/`).
+    /// Loads the registry at `paths` (default `tools/`). A path `-` reads one
+    /// registry file from standard input: an MCP `tools/list` result or an
+    /// OpenAI tools array (JSON), JSON Lines, or one native TOML tool.
     pub fn load(&self, paths: &[PathBuf]) -> anyhow::Result<toolrag::Registry> {
         let default = [PathBuf::from("tools")];
         let paths = if paths.is_empty() {
@@ -86,7 +115,64 @@ impl RegistryArgs {
         let opts = toolrag::registry::LoadOptions {
             namespace: self.namespace.clone(),
         };
-        Ok(toolrag::Registry::load(paths, &opts)?)
+        let stdin_at = paths.iter().position(|p| p.as_os_str() == "-");
+        if paths.iter().filter(|p| p.as_os_str() == "-").count() > 1 {
+            anyhow::bail!("`-` (standard input) can be given only once");
+        }
+        let Some(at) = stdin_at else {
+            return Ok(toolrag::Registry::load(paths, &opts)?);
+        };
+        // The loader reads files and tells formats by extension: standard
+        // input goes through a file named for the format it holds.
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text)
+            .map_err(|e| anyhow::anyhow!("cannot read standard input: {e}"))?;
+        // A native TOML tool takes its namespace from its folder.
+        let dir = tempfile::tempdir()?;
+        let folder = dir
+            .path()
+            .join(self.namespace.as_deref().unwrap_or("stdin"));
+        std::fs::create_dir_all(&folder)?;
+        let file = folder.join(format!("stdin.{}", stdin_extension(&text)));
+        std::fs::write(&file, &text)?;
+        let mut paths = paths.to_vec();
+        paths[at] = file.clone();
+        let rename = |loc: &mut toolrag::Location| {
+            if loc.file == file {
+                loc.file = PathBuf::from(STDIN_NAME);
+            }
+        };
+        let rename_error = |e: toolrag::Error| match e {
+            toolrag::Error::Load(mut errors) => {
+                for e in &mut errors.0 {
+                    rename(&mut e.location);
+                }
+                toolrag::Error::Load(errors)
+            }
+            other => other,
+        };
+        let registry = toolrag::Registry::load(&paths, &opts).map_err(rename_error)?;
+        let mut tools = registry.into_tools();
+        for t in &mut tools {
+            rename(&mut t.source.location);
+            t.source.spans.values_mut().for_each(rename);
+        }
+        Ok(toolrag::Registry::from_tools(tools).map_err(rename_error)?)
+    }
+}
+
+/// The extension the loader needs for a registry read from standard input:
+/// `json` for one JSON document (a `tools/list` result, an OpenAI tools
+/// array), `jsonl` for JSON objects one per line, otherwise `toml`.
+fn stdin_extension(text: &str) -> &'static str {
+    let t = text.trim_start_matches('\u{feff}').trim_start();
+    if !(t.starts_with('{') || t.starts_with('[')) {
+        return "toml";
+    }
+    match serde_json::from_str::<serde_json::Value>(t) {
+        Ok(serde_json::Value::Array(_)) => "json",
+        Ok(serde_json::Value::Object(o)) if o.contains_key("tools") => "json",
+        _ => "jsonl",
     }
 }
 
@@ -130,6 +216,11 @@ impl ModelArgs {
 /// ([`toolrag::config::Config::load`]): every command loads it this way.
 pub use toolrag::config::Config;
 
+/// `n` and the noun, singular for one: "1 tool", "2 tools".
+pub fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// Output format for listings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ListFormat {
@@ -137,6 +228,42 @@ pub enum ListFormat {
     Text,
     /// A JSON array.
     Json,
+}
+
+/// The command line as clap sees it, with every command's examples moved to
+/// the end of its long help: a doc comment's `Examples:` paragraph (and
+/// what follows it) becomes the `after_long_help`, so `toolrag <command>
+/// --help` always ends with examples, whatever the declaration. The parser,
+/// the completions and the man page all use it.
+pub fn command() -> clap::Command {
+    examples_last(<Cli as clap::CommandFactory>::command())
+}
+
+/// Parses the process's arguments with [`command`] (exits on `--help` and
+/// on errors, like `Cli::parse`).
+pub fn parse() -> Cli {
+    let matches = command().get_matches();
+    <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
+fn examples_last(cmd: clap::Command) -> clap::Command {
+    let cmd = cmd.mut_subcommands(examples_last);
+    let Some(long) = cmd.get_long_about().map(|s| s.to_string()) else {
+        return cmd;
+    };
+    let at = ["\n\nExamples:", "\n\nExample:"]
+        .iter()
+        .filter_map(|m| long.find(m))
+        .min();
+    let Some(at) = at else { return cmd };
+    let (about, examples) = long.split_at(at);
+    let examples = examples.trim().to_string();
+    let after = match cmd.get_after_long_help().map(|s| s.to_string()) {
+        Some(existing) => format!("{existing}\n\n{examples}"),
+        None => examples,
+    };
+    cmd.long_about(about.trim_end().to_string())
+        .after_long_help(after)
 }
 
 /// Runs the parsed command line; the exit code is the command's own.
@@ -152,5 +279,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Mcp(args) => mcp::run(args),
         Command::Gate(args) => gate::run(args),
         Command::Eval(args) => eval::run(args),
+        Command::Completions(args) => completions::run_completions(args),
+        Command::Man(args) => completions::run_man(args),
     }
 }

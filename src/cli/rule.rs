@@ -16,7 +16,7 @@ Examples:
   toolrag rule hidden-instructions
   toolrag rule --format json";
 
-/// The arguments of `toolrag rule`.
+/// Explain a lint rule (by code or name), or list every rule.
 #[derive(Debug, Args)]
 #[command(after_long_help = RULE_HELP)]
 pub struct RuleArgs {

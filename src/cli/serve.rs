@@ -30,6 +30,7 @@ const GRACE: Duration = Duration::from_secs(10);
 ///   toolrag serve --index /tmp/bfcl-index --addr 127.0.0.1:8080
 ///   toolrag serve --token-file ~/.config/toolrag/token --cors-origin https://app.example.com
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 pub struct ServeArgs {
     /// The index folder.
     #[arg(long, default_value = "index", value_name = "DIR")]

@@ -8,7 +8,7 @@ use anyhow::Context;
 use clap::Subcommand;
 
 use super::table::{write_table, Column};
-use super::{ListFormat, RegistryArgs};
+use super::{plural, ListFormat, RegistryArgs};
 
 #[derive(Debug, Subcommand)]
 pub enum ToolsCommand {
@@ -17,6 +17,7 @@ pub enum ToolsCommand {
     /// Examples:
     ///   toolrag tools list
     ///   toolrag tools list ../shared/data/bfcl/tools.jsonl --format json
+    ///   toolrag tools list - < tests/fixtures/mcp-reference/git.json
     #[command(verbatim_doc_comment)]
     List {
         /// Registry files or folders (default: tools/).
@@ -29,7 +30,10 @@ pub enum ToolsCommand {
     },
     /// Show one tool, normalised, as JSON (the same shape for every source format).
     ///
-    /// Example: toolrag tools show filesystem/read_text_file
+    /// Examples:
+    ///   toolrag tools show filesystem/read_text_file
+    ///   toolrag tools show everything/echo - < tests/fixtures/mcp-reference/everything.json
+    #[command(verbatim_doc_comment)]
     Show {
         /// The tool id (a `tool://` handle is accepted).
         id: String,
@@ -78,9 +82,9 @@ pub fn run(cmd: ToolsCommand) -> anyhow::Result<ExitCode> {
                     write_table(&mut out, &columns, "  ", &rows)?;
                     writeln!(
                         out,
-                        "{} tools in {} namespaces",
-                        reg.len(),
-                        reg.namespaces().len()
+                        "{} in {}",
+                        plural(reg.len(), "tool", "tools"),
+                        plural(reg.namespaces().len(), "namespace", "namespaces")
                     )?;
                 }
             }

@@ -1,6 +1,7 @@
 //! All integration tests compile into this one binary (see Cargo.toml).
 
 mod cjk;
+mod cli_teaches;
 mod cli_tools;
 mod common;
 mod config;
