@@ -82,8 +82,10 @@ impl std::fmt::Display for Level {
     }
 }
 
-/// One finding of one rule about one tool.
+/// One finding of one rule about one tool. It serialises in camelCase
+/// (`toolId`), like every JSON toolrag writes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct Diagnostic {
     /// The rule's stable code, such as `TR001`.
