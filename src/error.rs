@@ -101,6 +101,23 @@ pub enum Error {
         path: PathBuf,
     },
 
+    /// Writing a new index generation failed (a full disk, an I/O error).
+    /// Nothing was published: the live generation is untouched.
+    #[error(
+        "the index build failed: {reason}.\n  {}Nothing was published: the live generation in {} \
+         is untouched and keeps serving; run `toolrag index` again once this is fixed.",
+        if *disk_full { "The disk is full: free some space. " } else { "" },
+        out.display()
+    )]
+    BuildFailed {
+        /// The index folder.
+        out: PathBuf,
+        /// What failed.
+        reason: String,
+        /// Whether the cause is a full disk.
+        disk_full: bool,
+    },
+
     /// The index files are damaged or unreadable.
     #[error("the index is damaged: {0}")]
     Index(String),

@@ -96,6 +96,12 @@ pub struct RegistryArgs {
     /// `stdin` for `-`).
     #[arg(long, value_name = "NS")]
     pub namespace: Option<String>,
+    /// Raise (or lower) a registry limit, NAME=VALUE, repeatable:
+    /// description-bytes (default 65536), schema-bytes (262144), schema-depth
+    /// (32), tools-per-file (1000000), file-bytes (1 GiB). A tool over a limit
+    /// is a file:line error.
+    #[arg(long, value_name = "NAME=VALUE")]
+    pub limit: Vec<String>,
 }
 
 /// How a registry read from standard input is named in diagnostics.
@@ -112,8 +118,15 @@ impl RegistryArgs {
         } else {
             paths
         };
+        let mut limits = toolrag::registry::LoadLimits::default();
+        for spec in &self.limit {
+            limits
+                .set_from(spec)
+                .map_err(|e| anyhow::anyhow!("--limit {e}"))?;
+        }
         let opts = toolrag::registry::LoadOptions {
             namespace: self.namespace.clone(),
+            limits,
         };
         let stdin_at = paths.iter().position(|p| p.as_os_str() == "-");
         if paths.iter().filter(|p| p.as_os_str() == "-").count() > 1 {

@@ -308,7 +308,52 @@ fn release_freed_memory(progress: &(dyn Fn(BuildProgress) + Sync)) {
 /// is then dropped; the model, embedding only the texts whose vectors the
 /// previous generation does not have, each vector written to `vectors.bin` as
 /// it is placed; then the graph, streamed from that file.
+///
+/// A failure while writing the new generation (a full disk, an I/O error) is
+/// [`Error::BuildFailed`]: the half-written generation is removed, and the
+/// live one, which the build never touches, keeps serving.
 pub fn build(
+    registry: Registry,
+    model: Option<BuildModel<'_>>,
+    opts: &BuildOptions,
+    progress: &(dyn Fn(BuildProgress) + Sync),
+) -> Result<BuildReport> {
+    build_generation(registry, model, opts, progress).map_err(|e| {
+        let failed = build_failed(&opts.out, e);
+        if matches!(failed, Error::BuildFailed { .. }) {
+            // Only this process's staging folder: another build's is its own.
+            let staging = opts
+                .out
+                .join(format!("{STAGING_PREFIX}{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(staging);
+        }
+        failed
+    })
+}
+
+/// What a build error means to the user: a failure to write the new
+/// generation is a failed build (with "the disk is full" when it is), not a
+/// damaged index; other errors (a bad registry, the model, the lock) are
+/// already about their cause.
+fn build_failed(out: &Path, e: Error) -> Error {
+    const ENOSPC: i32 = 28;
+    let (reason, disk_full) = match &e {
+        Error::Io { source, .. } => (
+            e.to_string(),
+            source.kind() == std::io::ErrorKind::StorageFull
+                || source.raw_os_error() == Some(ENOSPC),
+        ),
+        Error::Index(m) => (m.clone(), m.contains("No space left on device")),
+        _ => return e,
+    };
+    Error::BuildFailed {
+        out: out.to_path_buf(),
+        reason,
+        disk_full,
+    }
+}
+
+fn build_generation(
     registry: Registry,
     model: Option<BuildModel<'_>>,
     opts: &BuildOptions,
@@ -589,4 +634,52 @@ fn file_entries(dir: &Path) -> Result<Vec<FileEntry>> {
         rels.push(rel);
     }
     rels.par_iter().map(|rel| FileEntry::of(dir, rel)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_failure_is_a_failed_build_not_a_damaged_index() {
+        let out = Path::new("/srv/index");
+        let full = Error::io(
+            "/srv/index/.staging-1/vectors.bin",
+            std::io::Error::from_raw_os_error(28),
+        );
+        let e = build_failed(out, full);
+        assert!(
+            matches!(
+                e,
+                Error::BuildFailed {
+                    disk_full: true,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        let m = e.to_string();
+        assert!(m.contains("the index build failed"), "{m}");
+        assert!(m.contains("The disk is full"), "{m}");
+        assert!(m.contains("vectors.bin"), "{m}");
+        assert!(
+            m.contains("live generation") && m.contains("untouched"),
+            "{m}"
+        );
+        assert!(!m.contains("damaged"), "{m}");
+
+        // tantivy reports a full disk in its own error text.
+        let e = build_failed(
+            out,
+            Error::Index("an IO error occurred: No space left on device (os error 28)".into()),
+        );
+        assert!(e.to_string().contains("The disk is full"), "{e}");
+
+        // Other errors keep their own words.
+        let e = build_failed(out, Error::Embed("the model failed".into()));
+        assert!(matches!(e, Error::Embed(_)));
+        let e = build_failed(out, Error::io("/x", std::io::Error::other("boom")));
+        let m = e.to_string();
+        assert!(m.contains("boom") && !m.contains("disk is full"), "{m}");
+    }
 }

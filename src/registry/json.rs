@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::model::{Annotations, Source, SourceFormat, ToolDef};
-use super::LoadOptions;
+use super::{LoadLimits, LoadOptions};
 use crate::error::{LoadError, Location};
 
 /// One tool as the JSON formats spell it. Every format is read into this shape.
@@ -103,6 +103,7 @@ fn normalise(
     format: SourceFormat,
     namespace: &str,
     location: Location,
+    limits: &LoadLimits,
 ) -> Result<ToolDef, LoadError> {
     // OpenAI wraps the function: {"type": "function", "function": {...}}.
     let item = match item {
@@ -130,6 +131,17 @@ fn normalise(
                 message: format!("invalid tool definition{at}: {}", e.inner()),
             }
         },
+    )?;
+    // Before any text is parsed or copied: a huge description or schema
+    // would be multiplied by the docstring parser and the index.
+    limits.check_tool(
+        &location,
+        &raw.name,
+        raw.description.as_deref().unwrap_or(""),
+        &[
+            ("input schema", raw.parameters.as_ref()),
+            ("output schema", raw.output_schema.as_ref()),
+        ],
     )?;
     let input_schema = match raw.parameters {
         None | Some(Value::Null) => serde_json::json!({"type": "object"}),
@@ -248,6 +260,16 @@ pub(super) fn load_json(
             )
         }
     };
+    if items.len() > opts.limits.tools_per_file {
+        let e = LoadLimits::over(
+            &Location::file_start(path),
+            "the number of tools in the file",
+            items.len().to_string(),
+            "tools-per-file",
+            opts.limits.tools_per_file,
+        );
+        return (vec![], vec![e]);
+    }
     let offsets = array_item_offsets(text, array_key);
     let mut tools = Vec::with_capacity(items.len());
     let mut errors = Vec::new();
@@ -256,7 +278,7 @@ pub(super) fn load_json(
             || Location::file_start(path),
             |&o| Location::from_offset(path, text, o),
         );
-        match normalise(item, format, &namespace, location) {
+        match normalise(item, format, &namespace, location, &opts.limits) {
             Ok(t) => tools.push(t),
             Err(e) => errors.push(e),
         }
@@ -275,7 +297,13 @@ pub(super) fn load_mcp_tools(
     let mut out = Vec::with_capacity(tools.len());
     let mut errors = Vec::new();
     for item in tools {
-        match normalise(item, SourceFormat::Mcp, namespace, location.clone()) {
+        match normalise(
+            item,
+            SourceFormat::Mcp,
+            namespace,
+            location.clone(),
+            &LoadLimits::default(),
+        ) {
             Ok(t) => out.push(t),
             Err(e) => errors.push(e),
         }
@@ -302,8 +330,18 @@ pub(super) fn load_jsonl(
             line: i as u32 + 1,
             column: 1,
         };
+        if tools.len() + errors.len() >= opts.limits.tools_per_file {
+            errors.push(LoadLimits::over(
+                &location,
+                "the number of tools in the file",
+                format!("more than {}", opts.limits.tools_per_file),
+                "tools-per-file",
+                opts.limits.tools_per_file,
+            ));
+            break;
+        }
         match serde_json::from_str::<Value>(line) {
-            Ok(v) => match normalise(v, SourceFormat::Jsonl, &namespace, location) {
+            Ok(v) => match normalise(v, SourceFormat::Jsonl, &namespace, location, &opts.limits) {
                 Ok(t) => tools.push(t),
                 Err(e) => errors.push(e),
             },

@@ -10,6 +10,7 @@
 mod deprecation;
 mod docstring;
 mod json;
+mod limits;
 mod model;
 mod native;
 mod text;
@@ -20,6 +21,7 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 
 pub use docstring::{parse as parse_docstring, DocParts};
+pub use limits::{LoadLimits, LIMIT_NAMES};
 pub use model::{
     Annotations, Boundary, Deprecation, EdgeCase, Example, Source, SourceFormat, ToolDef,
     HANDLE_SCHEME,
@@ -38,6 +40,9 @@ use crate::error::{Error, LoadError, LoadErrors, Location, Result};
 pub struct LoadOptions {
     /// Namespace for MCP, OpenAI and JSONL files, instead of the file stem.
     pub namespace: Option<String>,
+    /// What one file may hold (description and schema sizes, tools per
+    /// file); over a limit is a `file:line` error.
+    pub limits: LoadLimits,
 }
 
 /// A loaded set of tools with unique ids, in a stable order (file path, then
@@ -273,8 +278,23 @@ fn collect_files(path: &Path) -> std::result::Result<Vec<PathBuf>, LoadError> {
     Ok(out)
 }
 
+/// The UTF-8 byte order mark, skipped at the start of a registry file.
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
+
 /// Loads one file. Returns the tools it could read and the problems it found.
 fn load_file(path: &Path, opts: &LoadOptions) -> (Vec<ToolDef>, Vec<LoadError>) {
+    if let Ok(meta) = std::fs::metadata(path) {
+        if meta.len() > opts.limits.file_bytes {
+            let e = LoadLimits::over(
+                &Location::file_start(path),
+                "the file",
+                format!("{} bytes", meta.len()),
+                "file-bytes",
+                opts.limits.file_bytes,
+            );
+            return (vec![], vec![e]);
+        }
+    }
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) => {
@@ -286,6 +306,12 @@ fn load_file(path: &Path, opts: &LoadOptions) -> (Vec<ToolDef>, Vec<LoadError>) 
                 }],
             )
         }
+    };
+    // A UTF-8 byte order mark (some Windows editors write one) is not part
+    // of the content: JSON and TOML parsers would call it an unexpected value.
+    let bytes = match bytes.strip_prefix(UTF8_BOM) {
+        Some(rest) => rest.to_vec(),
+        None => bytes,
     };
     let text = match String::from_utf8(bytes) {
         Ok(t) => t,
@@ -303,7 +329,7 @@ fn load_file(path: &Path, opts: &LoadOptions) -> (Vec<ToolDef>, Vec<LoadError>) 
     };
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     match ext {
-        "toml" => match native::load(path, &text) {
+        "toml" => match native::load(path, &text, &opts.limits) {
             Ok(t) => (vec![t], vec![]),
             Err(e) => (vec![], vec![e]),
         },

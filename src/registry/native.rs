@@ -152,7 +152,11 @@ fn path_to_pointer(path: &serde_path_to_error::Path) -> String {
 }
 
 /// Loads one native TOML tool file.
-pub(super) fn load(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
+pub(super) fn load(
+    path: &Path,
+    text: &str,
+    limits: &super::LoadLimits,
+) -> Result<ToolDef, LoadError> {
     let table: toml::Table = toml::from_str(text).map_err(|e| LoadError {
         location: e.span().map_or_else(
             || Location::file_start(path),
@@ -203,6 +207,12 @@ pub(super) fn load(path: &Path, text: &str) -> Result<ToolDef, LoadError> {
         .get("/name")
         .cloned()
         .unwrap_or_else(|| Location::file_start(path));
+    limits.check_tool(
+        &location,
+        &native.name,
+        &native.description,
+        &[("input schema", native.input_schema.as_ref())],
+    )?;
     let input_schema = native
         .input_schema
         .unwrap_or_else(|| serde_json::json!({"type": "object"}));

@@ -286,3 +286,89 @@ fn a_damaged_previous_generation_lends_no_vectors() {
     assert_eq!(report.embedded_texts, 0, "{report:?}");
     assert!(report.reused_texts > 0);
 }
+
+/// Under `toolrag serve`, every damaged graph generation is refused by the
+/// reload thread, which lives on: the old generation keeps answering, every
+/// refusal is counted, and the next good generation is picked up. Damage the
+/// checksums see (a truncated or flipped file), and damage that matches a
+/// rewritten manifest (`reseal`), which only the loader's own checks and
+/// `catch_unwind` stand in front of: a truncated `dense.hnsw.data` made
+/// hnsw_rs exit the process, a truncated `dense.hnsw.graph` made it panic.
+#[test]
+fn a_served_index_survives_every_damaged_graph_and_takes_the_next_good_one() {
+    use crate::server::harness::{copy_dir, index_copy, Server};
+    use std::time::{Duration, Instant};
+
+    let index = index_copy();
+    let s = Server::start(index.path(), &[]);
+    let good = s.generation();
+    let graph_gen = current_generation(graph_index()).unwrap();
+    let swap_to = |name: &str| {
+        std::fs::write(index.path().join("CURRENT.tmp"), format!("{name}\n")).unwrap();
+        std::fs::rename(
+            index.path().join("CURRENT.tmp"),
+            index.path().join("CURRENT"),
+        )
+        .unwrap();
+    };
+    let wait_metric = |line: &str| {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !s.get("/metrics").body.contains(line) {
+            assert!(
+                Instant::now() < deadline,
+                "never saw {line}: {}",
+                s.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    let cases: [(&str, &str, bool); 6] = [
+        ("dense.hnsw.graph", "truncated", false),
+        ("dense.hnsw.graph", "flipped", false),
+        ("dense.hnsw.data", "truncated", false),
+        ("dense.hnsw.data", "flipped", false),
+        ("dense.hnsw.graph", "truncated", true),
+        ("dense.hnsw.data", "truncated", true),
+    ];
+    for (n, (file, how, resealed)) in cases.iter().enumerate() {
+        let name = format!("gen-0000{}", 60 + n);
+        let gen = index.path().join(&name);
+        copy_dir(&graph_gen, &gen);
+        let path = gen.join(file);
+        let mut bytes = std::fs::read(&path).unwrap();
+        if *how == "flipped" {
+            let at = bytes.len() / 2;
+            bytes[at] ^= 0x5a;
+        } else {
+            bytes.truncate(bytes.len() / 2);
+        }
+        std::fs::write(&path, &bytes).unwrap();
+        if *resealed {
+            reseal(&gen, file);
+        }
+        swap_to(&name);
+        wait_metric(&format!(
+            "toolrag_index_reloads_total{{outcome=\"error\"}} {}\n",
+            n + 1
+        ));
+        let r = s.post_json("/v1/search", r#"{"query": "read a file", "k": 3}"#);
+        assert_eq!(r.status, 200, "{file} {how}: {}", r.body);
+        assert_eq!(r.header("x-toolrag-generation"), Some(good.as_str()));
+        let log = s.stderr();
+        assert!(
+            log.contains(&format!("{name}/{file}")),
+            "{file} {how}: {log}"
+        );
+    }
+    // The reload thread is alive: a good graph generation is served.
+    copy_dir(&graph_gen, &index.path().join("gen-000090"));
+    swap_to("gen-000090");
+    s.wait_generation("gen-000090");
+    wait_metric("toolrag_index_reloads_total{outcome=\"ok\"} 1\n");
+    let r = s.post_json(
+        "/v1/search",
+        r#"{"query": "read a file", "k": 3, "mode": "dense"}"#,
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.header("x-toolrag-generation"), Some("gen-000090"));
+}

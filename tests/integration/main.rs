@@ -9,6 +9,7 @@ mod corrupt;
 mod embed;
 mod eval;
 mod gate;
+mod hardening;
 mod index;
 mod lint;
 mod lint_cli;

@@ -73,6 +73,7 @@ fn openai_arrays_accept_wrapped_and_bare_functions() {
 fn namespace_option_overrides_the_file_stem() {
     let opts = LoadOptions {
         namespace: Some("weather".into()),
+        ..Default::default()
     };
     let reg = Registry::load(&[fixture("formats/openai.json")], &opts).unwrap();
     assert!(reg.get("weather/get_weather").is_some());

@@ -4,13 +4,15 @@
 //!
 //! hnsw_rs ties a loaded graph's lifetime to its loader ([`HnswIo`]); here
 //! the two live together in one [`Graph`] (a `self_cell`), so the loader is
-//! freed with the index it serves. Loading damaged files can panic inside
-//! hnsw_rs (a truncated `dense.hnsw.graph`: an `unwrap` on a short read),
-//! which becomes [`Error::Corrupt`]; other damage makes it exit the process
-//! (a truncated `dense.hnsw.data`: "ERROR loading point", then
-//! `process::exit(1)`), which nothing here can stop. So a graph must only be
-//! opened once the generation's checksums have been verified
-//! (`Manifest::read`), as `Searcher::open` does.
+//! freed with the index it serves. hnsw_rs trusts its files. A graph is
+//! only opened once the generation's checksums have been verified
+//! (`Manifest::read`, as `Searcher::open` does), so damage the build did not
+//! write never reaches it; for files that match a damaged manifest, the
+//! layout of `dense.hnsw.data` is checked first (a short one would make
+//! hnsw_rs print "ERROR loading point" and `process::exit(1)`, which nothing
+//! can catch), and a panic inside the loader (a truncated
+//! `dense.hnsw.graph`: an `unwrap` on a short read) becomes
+//! [`Error::Corrupt`].
 
 use std::path::Path;
 
@@ -87,9 +89,68 @@ self_cell::self_cell!(
     }
 );
 
+/// The magic number of `dense.hnsw.data` and of each of its records
+/// (hnsw_rs `MAGICDATAP`).
+const DATA_MAGIC: u32 = 0xa67f_0000;
+
+/// Checks the layout of `dense.hnsw.data` before hnsw_rs reads it: the
+/// header, then exactly `points` records of a `dim`-float vector each, with
+/// ids below `points`. hnsw_rs trusts this file: a short one makes it call
+/// `process::exit(1)` ("ERROR loading point"), a wrong record length makes
+/// it allocate what the file says and read past the vector. The checksums
+/// already refuse any damage the build did not write; this refuses a file
+/// that is consistent with a damaged manifest, reading only the record
+/// headers.
+fn check_data_file(path: &Path, points: usize, dim: usize) -> Result<()> {
+    use std::io::{BufReader, Read};
+    let corrupt = |reason: String| Error::Corrupt {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let vector = (dim * 4) as u64;
+    let header = 4 + std::mem::size_of::<usize>() as u64;
+    let record = 4 + 8 + 8 + vector;
+    let expected = header + points as u64 * record;
+    let size = std::fs::metadata(path)
+        .map_err(|e| Error::io(path, e))?
+        .len();
+    if size != expected {
+        return Err(corrupt(format!(
+            "it has {size} bytes; {points} vectors of {dim} dimensions take {expected}"
+        )));
+    }
+    let mut r = BufReader::new(std::fs::File::open(path).map_err(|e| Error::io(path, e))?);
+    let io = |e: std::io::Error| Error::io(path, e);
+    let mut u32_ = [0u8; 4];
+    let mut u64_ = [0u8; 8];
+    r.read_exact(&mut u32_).map_err(io)?;
+    let mut word = [0u8; std::mem::size_of::<usize>()];
+    r.read_exact(&mut word).map_err(io)?;
+    if u32::from_ne_bytes(u32_) != DATA_MAGIC || usize::from_ne_bytes(word) != dim {
+        return Err(corrupt(format!(
+            "its header is not that of {dim}-dimension vectors"
+        )));
+    }
+    for i in 0..points {
+        r.read_exact(&mut u32_).map_err(io)?;
+        let magic = u32::from_ne_bytes(u32_);
+        r.read_exact(&mut u64_).map_err(io)?;
+        let id = u64::from_ne_bytes(u64_);
+        r.read_exact(&mut u64_).map_err(io)?;
+        let len = u64::from_ne_bytes(u64_);
+        if magic != DATA_MAGIC || id >= points as u64 || len != vector {
+            return Err(corrupt(format!("its record {i} is not a vector record")));
+        }
+        r.seek_relative(vector as i64).map_err(io)?;
+    }
+    Ok(())
+}
+
 impl Graph {
-    /// Loads the graph dumped in `dir`, which must have `points` points.
-    pub(crate) fn load(dir: &Path, points: usize) -> Result<Graph> {
+    /// Loads the graph dumped in `dir`, which must have `points` points of
+    /// `dim` dimensions.
+    pub(crate) fn load(dir: &Path, points: usize, dim: usize) -> Result<Graph> {
+        check_data_file(&dir.join(GRAPH_FILES[1]), points, dim)?;
         let path = dir.join(GRAPH_FILES[0]);
         let corrupt = |reason: String| Error::Corrupt {
             path: path.clone(),

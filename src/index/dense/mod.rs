@@ -127,7 +127,7 @@ impl DenseIndex {
             vectors::read_vector_file(&dir.join(VECTORS_FILE), vectors_up_to)?;
         let graph = match vectors {
             Some(_) => None,
-            None => Some(graph::Graph::load(dir, points.len())?),
+            None => Some(graph::Graph::load(dir, points.len(), dim)?),
         };
         let exact = vectors.map(|v| ScanVectors::new(v, dim));
         let bits = match &exact {
@@ -338,11 +338,35 @@ mod tests {
         std::fs::write(&data, &bytes[..bytes.len() / 2]).unwrap();
         let err = DenseIndex::open(dir.path(), options).unwrap_err();
         assert!(matches!(err, crate::error::Error::Corrupt { .. }), "{err}");
-        // A truncated `dense.hnsw.data` is worse: hnsw_rs prints "ERROR
-        // loading point" and calls `process::exit(1)`, which no catch_unwind
-        // stops (tried here; the test process exited). Only the generation's
-        // checksums, verified before the graph is opened, keep it out
-        // (tests/integration/corrupt.rs).
+        std::fs::write(&data, &bytes).unwrap();
+        assert!(DenseIndex::open(dir.path(), options).is_ok());
+
+        // A truncated `dense.hnsw.data` would make hnsw_rs print "ERROR
+        // loading point" and call `process::exit(1)`, which no catch_unwind
+        // stops: its layout is checked before hnsw_rs reads it. So is a
+        // record that says its vector is longer than the dimension.
+        let vectors = dir.path().join(GRAPH_FILES[1]);
+        let good = std::fs::read(&vectors).unwrap();
+        std::fs::write(&vectors, &good[..good.len() - 7]).unwrap();
+        let err = DenseIndex::open(dir.path(), options).unwrap_err();
+        assert!(
+            matches!(&err, crate::error::Error::Corrupt { path, .. } if *path == vectors),
+            "{err}"
+        );
+        let mut longer = good.clone();
+        // The first record's length field, after the header (4 + 8 bytes),
+        // its magic (4) and its id (8).
+        let at = 12 + 4 + 8;
+        longer[at..at + 8].copy_from_slice(&(1u64 << 40).to_ne_bytes());
+        std::fs::write(&vectors, &longer).unwrap();
+        let err = DenseIndex::open(dir.path(), options).unwrap_err();
+        assert!(err.to_string().contains("record 0"), "{err}");
+        let mut wrong_id = good.clone();
+        wrong_id[12 + 4..12 + 12].copy_from_slice(&(n as u64).to_ne_bytes());
+        std::fs::write(&vectors, &wrong_id).unwrap();
+        assert!(DenseIndex::open(dir.path(), options).is_err());
+        std::fs::write(&vectors, &good).unwrap();
+        assert!(DenseIndex::open(dir.path(), options).is_ok());
     }
 
     #[test]

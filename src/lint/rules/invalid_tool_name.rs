@@ -47,13 +47,21 @@ impl Rule for InvalidToolName {
         } else if n > 64 {
             format!("has {n} characters (at most 64)")
         } else {
-            let bad: String = tool
-                .name
-                .chars()
-                .filter(|c| !(c.is_ascii_alphanumeric() || "_.-".contains(*c)))
+            // Each disallowed character once, in order, quoted on its own:
+            // `../../etc/passwd` contains "/", not "///".
+            let mut bad: Vec<char> = Vec::new();
+            for c in tool.name.chars() {
+                if !(c.is_ascii_alphanumeric() || "_.-".contains(c) || bad.contains(&c)) {
+                    bad.push(c);
+                }
+            }
+            let listed: Vec<String> = bad
+                .iter()
                 .take(5)
+                .map(|c| format!("{:?}", c.to_string()))
                 .collect();
-            format!("contains {bad:?}")
+            let more = if bad.len() > 5 { ", …" } else { "" };
+            format!("contains {}{more}", listed.join(", "))
         };
         out.push(
             tool,
