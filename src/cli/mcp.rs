@@ -51,7 +51,7 @@ pub fn run(mut args: McpArgs) -> anyhow::Result<ExitCode> {
         let watcher = live.clone().watch(RELOAD_POLL);
         let service = McpServer::new(live)
             .with_pinned(config.pinned)
-            .serve(rmcp::transport::stdio())
+            .serve(toolrag::mcp::jsonrpc::stdio())
             .await
             .context("the MCP handshake failed")?;
         let result = service.waiting().await;

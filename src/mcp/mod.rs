@@ -21,6 +21,7 @@ use serde::Deserialize;
 use crate::search::SearchRequest;
 use crate::serve::{check_k, check_query, ApiError, LiveIndex};
 
+pub mod jsonrpc;
 pub mod upstream;
 
 /// The arguments of `search_tools`.

@@ -11,6 +11,7 @@ mod eval;
 mod gate;
 mod hardening;
 mod index;
+mod jsonrpc_errors;
 mod lint;
 mod lint_cli;
 mod lint_real_servers;
