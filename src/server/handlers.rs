@@ -29,6 +29,7 @@ pub async fn search(
 ) -> Result<Response, ApiError> {
     let body = search_body(body)?;
     let live = app.live()?;
+    check_pins(&body.pin, &live.snapshot())?;
     let req = body.into_request(&app.options().pinned)?;
     // A lexical search takes a fraction of a millisecond: handing it to the
     // blocking pool and back would cost more than the search (two thread
@@ -41,7 +42,8 @@ pub async fn search(
 }
 
 /// `POST /v1/search/batch`: up to [`MAX_BATCH`] bodies, answered in order
-/// from one index generation.
+/// from one index generation, each request taking its own turn in the
+/// search pool.
 pub async fn search_batch(
     State(app): State<AppState>,
     JsonBody(bodies): JsonBody<Vec<serde_json::Value>>,
@@ -60,18 +62,49 @@ pub async fn search_batch(
         return Err(at(i, not_an_object(&bodies[i])));
     }
     let bodies: Vec<SearchBody> = parse_value(serde_json::Value::Array(bodies))?;
+    let snapshot = live.snapshot();
     let mut reqs = Vec::with_capacity(bodies.len());
     for (i, body) in bodies.into_iter().enumerate() {
+        check_pins(&body.pin, &snapshot).map_err(|e| at(i, e))?;
         reqs.push(
             body.into_request(&app.options().pinned)
                 .map_err(|e| at(i, e))?,
         );
     }
-    let answer = app
-        .run_blocking(move || live.search_many(&reqs))
-        .await?
-        .map_err(|(i, e)| at(i, e.into()))?;
-    Ok(with_generation(answer))
+    // One generation for the whole batch, but one search-pool turn per
+    // request: a batch takes its turns in the queue with everyone else's
+    // requests instead of holding a search thread from start to end (twelve
+    // batches of 256 made single searches time out), and when the request
+    // is dropped (it timed out, or the client left) the loop stops at the
+    // next await instead of computing answers nobody will read.
+    let mut out = Vec::with_capacity(reqs.len());
+    for (i, req) in reqs.into_iter().enumerate() {
+        let s = snapshot.clone();
+        let result = app
+            .run_blocking(move || s.search(&req))
+            .await?
+            .map_err(|e| at(i, e.into()))?;
+        out.push(crate::search::khipu::candidate_set(&result, |id| {
+            snapshot.tool(id)
+        }));
+    }
+    Ok(with_generation(Answer {
+        generation: generation_name(&snapshot),
+        value: out,
+    }))
+}
+
+/// A pin of the request that names no tool is 404 `tool_not_found`, as
+/// `GET /v1/tools/{id}` answers it: the request is well formed, the tool is
+/// not there.
+fn check_pins(pins: &[String], s: &crate::search::Searcher) -> Result<(), ApiError> {
+    match pins.iter().find(|p| s.tool(p).is_none()) {
+        None => Ok(()),
+        Some(p) => Err(ApiError::user(
+            UserCode::ToolNotFound,
+            format!("pin: no tool `{p}` in the index"),
+        )),
+    }
 }
 
 /// A search body must be an object: serde would also take a struct from an
@@ -109,12 +142,19 @@ pub async fn gate(
 ) -> Result<Response, ApiError> {
     let GateBody { plan, offered } = GateBody::from_value(body)?;
     let offered = offered
-        .map(|v| crate::gate::parse_offered(&v))
-        .transpose()
-        .map_err(|e| match e {
-            crate::Error::InvalidInput(m) => ApiError::user(UserCode::InvalidRequest, m),
-            other => other.into(),
-        })?;
+        .map(|v| {
+            // The reader's messages first (a wrong type, a missing field),
+            // then what only the document's schema says (lengths, patterns).
+            let parsed = crate::gate::parse_offered(&v);
+            if parsed.is_ok() {
+                check_offered(&v)?;
+            }
+            parsed.map_err(|e| match e {
+                crate::Error::InvalidInput(m) => ApiError::user(UserCode::InvalidRequest, m),
+                other => other.into(),
+            })
+        })
+        .transpose()?;
     let live = app.live()?;
     let answer = app
         .run_blocking(move || {
@@ -130,6 +170,50 @@ pub async fn gate(
         })
         .await?;
     Ok(with_generation(answer))
+}
+
+/// The two forms of `offered` in the OpenAPI document (a candidate set, an
+/// array of candidates), compiled once each. They are constants of the
+/// build; a unit test proves they compile.
+static OFFERED: std::sync::LazyLock<[jsonschema::Validator; 2]> = std::sync::LazyLock::new(|| {
+    let doc = super::openapi::document();
+    [0, 1].map(|branch| {
+        let schema = json!({
+            "$ref": format!("#/components/schemas/GateBody/properties/offered/oneOf/{branch}"),
+            "components": doc["components"],
+        });
+        jsonschema::draft202012::new(&schema).expect("the offered schema compiles")
+    })
+});
+
+/// Refuses an `offered` candidate set that the OpenAPI document does not
+/// allow (a `note` over 200 characters, a `nodeId` that is no handle, an
+/// unknown field), so that the server accepts exactly what it documents.
+fn check_offered(offered: &serde_json::Value) -> Result<(), ApiError> {
+    let validator = match offered {
+        serde_json::Value::Null => return Ok(()),
+        serde_json::Value::Array(_) => &OFFERED[1],
+        _ => &OFFERED[0],
+    };
+    match validator.iter_errors(offered).next() {
+        None => Ok(()),
+        Some(e) => Err(ApiError::user(
+            UserCode::InvalidRequest,
+            format!(
+                "offered{}: {}",
+                e.instance_path().as_str().replace('/', "."),
+                cut(&e.masked().to_string(), 300)
+            ),
+        )),
+    }
+}
+
+/// `text` cut to `max` characters, with an ellipsis when it was longer.
+fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
 }
 
 /// `GET /v1/tools/{id}`: the full card of a tool, by id or `tool://` handle.
@@ -183,8 +267,45 @@ pub async fn method_not_allowed(req: Request) -> ApiError {
     )
 }
 
+/// Answers 414 `uri_too_long` and 431 `headers_too_large` with the JSON
+/// error body, below the limits of the connection's HTTP parser (64 KiB of
+/// target; 256 KiB or 1,000 headers), where hyper itself answers with an
+/// empty body.
+pub async fn request_limits(req: Request, next: Next) -> Response {
+    use crate::serve::{MAX_HEADERS, MAX_HEADER_BYTES, MAX_URI_BYTES};
+    let target = req
+        .uri()
+        .path_and_query()
+        .map_or(req.uri().path().len(), |p| p.as_str().len());
+    if target > MAX_URI_BYTES {
+        return ApiError::user(
+            UserCode::UriTooLong,
+            format!("the request target is {target} bytes; the limit is {MAX_URI_BYTES}"),
+        )
+        .into_response();
+    }
+    let headers = req.headers();
+    let bytes: usize = headers
+        .iter()
+        .map(|(n, v)| n.as_str().len() + v.len())
+        .sum();
+    if headers.len() > MAX_HEADERS || bytes > MAX_HEADER_BYTES {
+        return ApiError::user(
+            UserCode::HeadersTooLarge,
+            format!(
+                "the request has {} headers of {bytes} bytes; the limits are {MAX_HEADERS} and \
+                 {MAX_HEADER_BYTES} bytes",
+                headers.len()
+            ),
+        )
+        .into_response();
+    }
+    next.run(req).await
+}
+
 /// Answers 503 `timeout` when a request takes longer than the configured
-/// timeout. The search thread finishes on its own; only the answer is dropped.
+/// timeout. The request's future is dropped: a batch stops before its next
+/// search; a search already running on the pool finishes on its own.
 pub async fn timeout(State(app): State<AppState>, req: Request, next: Next) -> Response {
     let limit = app.options().timeout;
     match tokio::time::timeout(limit, next.run(req)).await {
@@ -194,5 +315,30 @@ pub async fn timeout(State(app): State<AppState>, req: Request, next: Next) -> R
             limit.as_millis()
         ))
         .into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offered_sets_are_checked_against_the_documented_schema() {
+        let candidate = |note: &str| json!({"nodeId": "tool://fs/read", "nodeKind": "ARTIFACT", "label": "DECLARED", "note": note});
+        assert!(check_offered(&json!({"candidates": [candidate("reads")]})).is_ok());
+        assert!(check_offered(&json!([candidate("reads")])).is_ok());
+        assert!(check_offered(&serde_json::Value::Null).is_ok());
+        let long = "x".repeat(201);
+        let e = check_offered(&json!({"candidates": [candidate(&long)]})).unwrap_err();
+        assert_eq!(e.code().as_str(), "invalid_request");
+        assert!(
+            e.message().starts_with("offered.candidates.0.note: "),
+            "{}",
+            e.message()
+        );
+        assert!(e.message().chars().count() < 400, "{}", e.message());
+        let mut bad = candidate("x");
+        bad["nodeId"] = json!("fs/read");
+        assert!(check_offered(&json!([bad])).is_err());
     }
 }

@@ -52,6 +52,15 @@ pub struct Metrics {
     tools: Gauge,
     ready: Gauge,
     reloads: Family<OutcomeLabels, Counter>,
+    /// Open HTTP connections.
+    pub(super) connections: Gauge,
+    /// Connections closed at once because `max_connections` were open.
+    pub(super) connections_refused: Counter,
+    /// Connections closed because a request's headers took longer than
+    /// `header_timeout` to arrive.
+    pub(super) header_timeouts: Counter,
+    /// Searches (and gate checks) started on the search pool.
+    pub(super) pool_tasks: Counter,
     /// Serialises scrapes, which bring the reload counters up to date.
     scrape: Mutex<()>,
 }
@@ -97,6 +106,30 @@ impl Metrics {
             "Index reloads: swapped in (ok) or refused (error)",
             reloads.clone(),
         );
+        let connections = Gauge::default();
+        registry.register(
+            "http_connections",
+            "Open HTTP connections",
+            connections.clone(),
+        );
+        let connections_refused = Counter::default();
+        registry.register(
+            "http_connections_refused",
+            "Connections closed at once because the most connections allowed were open",
+            connections_refused.clone(),
+        );
+        let header_timeouts = Counter::default();
+        registry.register(
+            "http_header_timeouts",
+            "Connections closed because a request's headers did not arrive in time",
+            header_timeouts.clone(),
+        );
+        let pool_tasks = Counter::default();
+        registry.register(
+            "search_pool_tasks",
+            "Searches and gate checks started on the search pool (a batch counts each request)",
+            pool_tasks.clone(),
+        );
         Metrics {
             registry,
             requests,
@@ -105,6 +138,10 @@ impl Metrics {
             tools,
             ready,
             reloads,
+            connections,
+            connections_refused,
+            header_timeouts,
+            pool_tasks,
             scrape: Mutex::new(()),
         }
     }

@@ -16,18 +16,21 @@
 //! # async fn demo() -> toolrag::Result<()> {
 //! use std::sync::Arc;
 //! use toolrag::serve::LiveIndex;
-//! use toolrag::server::{router, AppState, ServeOptions};
+//! use toolrag::server::{AppState, ServeOptions};
 //!
 //! let live = LiveIndex::open("index".as_ref(), None, Default::default())?;
 //! let state = AppState::new(ServeOptions::default());
 //! state.set_ready(Arc::new(live));
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:7878").await.unwrap();
-//! axum::serve(listener, router(state)).await.unwrap();
+//! // `router(state)` is the plain axum `Router`; `serve` adds a deadline for
+//! // request headers and a cap on open connections.
+//! toolrag::server::serve(listener, state, std::future::pending()).await.unwrap();
 //! # Ok(()) }
 //! ```
 
 mod auth;
 mod body;
+mod conn;
 mod error;
 mod handlers;
 mod metrics;
@@ -41,6 +44,7 @@ use axum::routing::{get, post};
 use axum::Router;
 
 pub use body::{GateBody, SearchBody};
+pub use conn::{serve, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
 pub use error::status_of;
 
 use crate::serve::{ApiError, LiveIndex, MAX_BODY_BYTES};
@@ -75,6 +79,12 @@ pub struct ServeOptions {
     pub search_threads: usize,
     /// Tools pinned into every search (the `pinned` list of `toolrag.toml`).
     pub pinned: Vec<String>,
+    /// The longest a client may take to send a request's headers before
+    /// the connection is closed ([`serve`] only).
+    pub header_timeout: Duration,
+    /// The most connections open at once; a connection beyond it is closed
+    /// at once ([`serve`] only).
+    pub max_connections: usize,
 }
 
 impl Default for ServeOptions {
@@ -85,6 +95,8 @@ impl Default for ServeOptions {
             timeout: Duration::from_secs(10),
             search_threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
             pinned: Vec::new(),
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
         }
     }
 }
@@ -142,7 +154,9 @@ impl AppState {
         &self.0.options
     }
 
-    /// Runs CPU-bound work off the async threads, at most `search_threads` at once.
+    /// Runs CPU-bound work off the async threads, at most `search_threads` at
+    /// once, in the order asked (the semaphore is fair). The work is counted
+    /// in `toolrag_search_pool_tasks_total` when it starts.
     async fn run_blocking<T: Send + 'static>(
         &self,
         work: impl FnOnce() -> T + Send + 'static,
@@ -153,6 +167,7 @@ impl AppState {
             .acquire()
             .await
             .map_err(|_| ApiError::internal("the search pool is closed"))?;
+        self.0.metrics.pool_tasks.inc();
         tokio::task::spawn_blocking(work).await.map_err(|e| {
             tracing::error!(target: "server", "a search task failed: {e}");
             ApiError::internal("the search failed unexpectedly")
@@ -182,7 +197,8 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             handlers::timeout,
-        ));
+        ))
+        .layer(axum::middleware::from_fn(handlers::request_limits));
     if let Some(cors) = cors_layer(&state.options().cors_origins) {
         app = app.layer(cors);
     }

@@ -22,5 +22,6 @@ mod mcp_import;
 mod names;
 mod query;
 mod registry;
+mod schemathesis;
 mod server;
 mod transfer;

@@ -3,6 +3,7 @@
 mod errors;
 mod gate;
 pub mod harness;
+mod limits;
 mod reload;
 
 use std::time::Duration;

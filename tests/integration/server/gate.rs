@@ -167,6 +167,9 @@ fn a_body_that_is_not_a_gate_request_is_a_precise_4xx_and_a_token_is_needed() {
 
     let bare_plan = plan("valid-git-reset").to_string();
     let big = json!({"plan": {"planId": "x".repeat(70 * 1024)}}).to_string();
+    let long_note = json!({"plan": {}, "offered": [{"nodeId": "tool://a/b", "nodeKind": "ARTIFACT",
+        "label": "DECLARED", "note": "x".repeat(201)}]})
+    .to_string();
     #[rustfmt::skip]
     let cases: Vec<(&str, u16, &str, &str)> = vec![
         (r#"{"plan": "#, 400, "malformed_json", "the body is not valid JSON: EOF while parsing"),
@@ -181,6 +184,7 @@ fn a_body_that_is_not_a_gate_request_is_a_precise_4xx_and_a_token_is_needed() {
         (r#"{"plan": {}, "offered": {"query": "x"}}"#, 400, "invalid_request", "the offered candidate set has no \"candidates\" field"),
         (r#"{"plan": {}, "offered": [{"nodeId": 3}]}"#, 400, "invalid_request", "offered candidates: [0].nodeId: invalid type: integer `3`"),
         (&big, 413, "body_too_large", "the body is over the limit of 65536 bytes"),
+        (&long_note, 400, "invalid_request", "offered.0.note: value is longer than 200 characters"),
     ];
     for (body, status, code, message) in cases {
         let r = s.post_json("/v1/gate", body);
@@ -201,7 +205,7 @@ fn a_body_that_is_not_a_gate_request_is_a_precise_4xx_and_a_token_is_needed() {
     let m = no_server_errors(&s);
     assert!(
         m.contains(
-            r#"toolrag_http_requests_total{route="/v1/gate",method="POST",status="400"} 11"#
+            r#"toolrag_http_requests_total{route="/v1/gate",method="POST",status="400"} 12"#
         ),
         "{m}"
     );
