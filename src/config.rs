@@ -28,6 +28,14 @@
 //!
 //! [lint]                               # see [`crate::lint::LintConfig`]
 //! "missing-edge-cases" = "error"
+//!
+//! [gateway]                            # `toolrag mcp --upstream`: see [`GatewayConfig`]
+//! allow = ["memory", "filesystem/write_file"] # act without asking a person
+//! output-guard = "mark"                # or "block", or "off"
+//! relist-seconds = 300.0               # 0: only on list_changed
+//! call-timeout-seconds = 120.0
+//! lock-file = "index.lock.json"        # default: beside the index folder
+//! audit-log = "index.audit.jsonl"      # default: beside the index folder
 //! ```
 //!
 //! The file is refused, with an [`Error::Config`] naming the file, the key
@@ -127,7 +135,98 @@ pub struct IndexConfig {
     pub boosts: Option<FieldBoosts>,
 }
 
-/// A whole `toolrag.toml`: `pinned`, `[search]`, `[index]`, `[model]` and `[lint]`.
+/// What the gateway does with a tool result that addresses the model
+/// (instructions to it, invisible Unicode, URLs to send data to).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum OutputGuard {
+    /// Pass it on with a mark that tells the model the content is data, not
+    /// instructions (the default).
+    #[default]
+    Mark,
+    /// Withhold it: the model gets an error naming the findings instead.
+    Block,
+    /// Pass results on unscanned.
+    Off,
+}
+
+/// The gateway's settings: the `[gateway]` table, read by
+/// `toolrag mcp --upstream`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+#[non_exhaustive]
+pub struct GatewayConfig {
+    /// Tools (`server/tool`) and whole servers (`server`) that may act
+    /// without asking a person, even when their annotations say they need
+    /// approval. Every such call is still written to the audit log.
+    pub allow: Vec<String>,
+    /// What to do with a tool result that addresses the model.
+    pub output_guard: OutputGuard,
+    /// Every upstream server is listed again this often, in seconds, for
+    /// servers that do not send `notifications/tools/list_changed`; 0 never.
+    pub relist_seconds: f64,
+    /// How long a forwarded `tools/call` may take, in seconds.
+    pub call_timeout_seconds: f64,
+    /// The lock file of pinned tool definitions (default: `<index>.lock.json`
+    /// beside the index folder); relative to the configuration file's folder.
+    pub lock_file: Option<PathBuf>,
+    /// The audit log, JSON Lines (default: `<index>.audit.jsonl` beside the
+    /// index folder); relative to the configuration file's folder.
+    pub audit_log: Option<PathBuf>,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        GatewayConfig {
+            allow: Vec::new(),
+            output_guard: OutputGuard::Mark,
+            relist_seconds: 300.0,
+            call_timeout_seconds: 120.0,
+            lock_file: None,
+            audit_log: None,
+        }
+    }
+}
+
+impl GatewayConfig {
+    /// Checks the numbers: both durations finite, `relist-seconds` at least
+    /// 0 and `call-timeout-seconds` above 0, each at most a day.
+    pub fn validate(&self) -> Result<()> {
+        let day = 86_400.0;
+        if !(self.relist_seconds.is_finite() && (0.0..=day).contains(&self.relist_seconds)) {
+            return Err(invalid(
+                "gateway.relist-seconds",
+                format!(
+                    "`gateway.relist-seconds` must be 0 (never) to 86400, not {}",
+                    self.relist_seconds
+                ),
+            ));
+        }
+        if !(self.call_timeout_seconds.is_finite()
+            && self.call_timeout_seconds > 0.0
+            && self.call_timeout_seconds <= day)
+        {
+            return Err(invalid(
+                "gateway.call-timeout-seconds",
+                format!(
+                    "`gateway.call-timeout-seconds` must be above 0 and at most 86400, not {}",
+                    self.call_timeout_seconds
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether `allow` lets `tool_id` (`server/tool`) act without asking.
+    pub fn allows(&self, tool_id: &str) -> bool {
+        let server = tool_id.split_once('/').map_or(tool_id, |(s, _)| s);
+        self.allow.iter().any(|a| a == tool_id || a == server)
+    }
+}
+
+/// A whole `toolrag.toml`: `pinned`, `[search]`, `[index]`, `[model]`,
+/// `[lint]` and `[gateway]`.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct Config {
@@ -143,6 +242,8 @@ pub struct Config {
     pub model: ModelConfig,
     /// Lint levels, selection, ignores and thresholds (the `[lint]` table).
     pub lint: LintConfig,
+    /// The MCP gateway's settings (the `[gateway]` table).
+    pub gateway: GatewayConfig,
     /// The file this configuration was read from; `None` for the defaults or
     /// text parsed with [`Config::parse`].
     pub file: Option<PathBuf>,
@@ -167,9 +268,18 @@ impl Config {
             e.file = Some(path.to_path_buf());
             Error::Config(e)
         })?;
-        if let (Some(dir), Some(base)) = (&config.model.dir, path.parent()) {
-            if dir.is_relative() {
-                config.model.dir = Some(base.join(dir));
+        if let Some(base) = path.parent() {
+            for p in [
+                &mut config.model.dir,
+                &mut config.gateway.lock_file,
+                &mut config.gateway.audit_log,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                if p.is_relative() {
+                    *p = base.join(&*p);
+                }
             }
         }
         config.file = Some(path.to_path_buf());
@@ -192,6 +302,7 @@ impl Config {
             .validate()
             .and_then(|()| self.index.validate())
             .and_then(|()| self.lint.thresholds.validate())
+            .and_then(|()| self.gateway.validate())
             .map_err(|e| match e {
                 Error::Config(mut c) => {
                     c.file.clone_from(&self.file);
@@ -206,7 +317,15 @@ impl Config {
 // Parsing
 
 /// The keys of each table. Tests check them against the types' own fields.
-const TOP_KEYS: &[&str] = &["pinned", "search", "index", "model", "lint"];
+const TOP_KEYS: &[&str] = &["pinned", "search", "index", "model", "lint", "gateway"];
+const GATEWAY_KEYS: &[&str] = &[
+    "allow",
+    "output-guard",
+    "relist-seconds",
+    "call-timeout-seconds",
+    "lock-file",
+    "audit-log",
+];
 const MODEL_KEYS: &[&str] = &["name", "dir", "pooling", "query-prefix", "document-prefix"];
 const SEARCH_KEYS: &[&str] = &[
     "depth",
@@ -291,6 +410,9 @@ fn parse_text(text: &str) -> std::result::Result<Config, ConfigError> {
                 "[model] has both `name` and `dir`: give one (a shipped model's name, or a folder)",
             )));
         }
+    }
+    if let Some(v) = top.remove("gateway") {
+        config.gateway = typed(v, "gateway").map_err(place)?;
     }
     if let Some(v) = top.remove("lint") {
         let table = table_of(v, "lint").map_err(place)?;
@@ -461,6 +583,9 @@ fn check_keys(top: &toml::Table) -> std::result::Result<(), ConfigError> {
     }
     if let Some(toml::Value::Table(model)) = top.get("model") {
         known(model, "model", MODEL_KEYS)?;
+    }
+    if let Some(toml::Value::Table(gateway)) = top.get("gateway") {
+        known(gateway, "gateway", GATEWAY_KEYS)?;
     }
     if let Some(toml::Value::Table(lint)) = top.get("lint") {
         if let Some(toml::Value::Table(t)) = lint.get("thresholds") {
@@ -915,6 +1040,39 @@ confusable-dense = 0.9
         assert_eq!(e.line, Some(4));
         let e = err("search = 3\n");
         assert_eq!(e.key.as_deref(), Some("search"));
+    }
+
+    #[test]
+    fn the_gateway_table_is_read_and_checked() {
+        let c = Config::parse(
+            "[gateway]\nallow = [\"memory\", \"fs/write_file\"]\noutput-guard = \"block\"\nrelist-seconds = 0\n",
+        )
+        .unwrap();
+        assert_eq!(c.gateway.output_guard, OutputGuard::Block);
+        assert_eq!(c.gateway.relist_seconds, 0.0);
+        assert!(c.gateway.allows("memory/create_entities"));
+        assert!(c.gateway.allows("fs/write_file"));
+        assert!(!c.gateway.allows("fs/move_file"));
+        let e = err("[gateway]\nrelist-seconds = -1\n");
+        assert_eq!(e.key.as_deref(), Some("gateway.relist-seconds"), "{e}");
+        assert_eq!(e.line, Some(2));
+        let e = err("[gateway]\noutput-guard = \"loud\"\n");
+        assert_eq!(e.key.as_deref(), Some("gateway.output-guard"), "{e}");
+        let e = err("[gateway]\nallowed = []\n");
+        assert!(e.message.contains("did you mean `allow`?"), "{e}");
+        let keys = |v: serde_json::Value| -> Vec<String> {
+            let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+            k.sort();
+            k
+        };
+        let mut want: Vec<String> = GATEWAY_KEYS.iter().map(|k| k.to_string()).collect();
+        want.sort();
+        let full = GatewayConfig {
+            lock_file: Some("a".into()),
+            audit_log: Some("b".into()),
+            ..GatewayConfig::default()
+        };
+        assert_eq!(keys(serde_json::to_value(full).unwrap()), want);
     }
 
     #[test]

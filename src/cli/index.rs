@@ -88,7 +88,7 @@ fn progress_bar() -> Option<ProgressBar> {
     Some(pb)
 }
 
-fn parse_seconds(s: &str) -> Result<f64, String> {
+pub(super) fn parse_seconds(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 && v <= 86_400.0 => Ok(v),
         _ => Err(format!(

@@ -80,14 +80,22 @@ Examples:
 /// What `toolrag mcp --help` ends with: how a client starts it. Kept here,
 /// on the variant, so that it shows whatever `mcp::McpArgs` declares.
 const MCP_HELP: &str = "\
-Client configuration (Claude Desktop, Cursor and others):
+Client configuration (Claude Desktop, Cursor and others), the index:
   {\"mcpServers\": {\"toolrag\": {\"command\": \"toolrag\",
     \"args\": [\"mcp\", \"--index\", \"/abs/path/to/index\"]}}}
+
+The gateway, in front of the servers of another configuration file:
+  {\"mcpServers\": {\"toolrag\": {\"command\": \"toolrag\",
+    \"args\": [\"mcp\", \"--upstream\", \"/abs/path/to/upstream.json\",
+             \"--index\", \"/abs/path/to/gateway-index\"]}}}
 
 Examples:
   toolrag index && toolrag mcp
   toolrag mcp --index /abs/path/to/index --config toolrag.toml
-  npx @modelcontextprotocol/inspector toolrag mcp --index /abs/path/to/index";
+  npx @modelcontextprotocol/inspector toolrag mcp --index /abs/path/to/index
+  toolrag mcp --upstream ~/.cursor/mcp.json --index ~/.cache/toolrag/gw
+  toolrag mcp --upstream upstream.json --index gw --check
+  toolrag mcp --upstream upstream.json --index gw --accept memory/create_entities";
 
 /// Options shared by every command that reads a registry.
 #[derive(Debug, Clone, Args)]
@@ -194,7 +202,7 @@ fn stdin_extension(text: &str) -> &'static str {
 pub struct ModelArgs {
     /// The embedding model: a shipped one by name (minilm, minilm-tools), or
     /// a folder holding model.onnx and its tokenizer files [default: the
-    /// `[model]` table of toolrag.toml, else minilm]
+    /// `[model]` table of toolrag.toml, else minilm-tools]
     #[arg(long, value_name = "NAME|DIR")]
     pub model: Option<String>,
     /// The models folder, where the shipped models are looked for (default:

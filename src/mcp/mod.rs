@@ -21,6 +21,7 @@ use serde::Deserialize;
 use crate::search::SearchRequest;
 use crate::serve::{check_k, check_query, ApiError, LiveIndex};
 
+pub mod gateway;
 pub mod jsonrpc;
 pub mod upstream;
 
@@ -95,18 +96,7 @@ impl McpServer {
         &self,
         Parameters(args): Parameters<SearchToolsArgs>,
     ) -> Result<CallToolResult, ErrorData> {
-        let req = match search_request(args, &self.pinned) {
-            Ok(r) => r,
-            Err(e) => return answer_error(e),
-        };
-        let index = self.index.clone();
-        let answer = tokio::task::spawn_blocking(move || index.search(&req))
-            .await
-            .map_err(|e| ErrorData::internal_error(format!("the search failed: {e}"), None))?;
-        match answer {
-            Ok(a) => Ok(CallToolResult::structured(to_value(&a.value)?)),
-            Err(e) => answer_error(ApiError::from(e)),
-        }
+        search(&self.index, &self.pinned, args).await
     }
 
     /// `get_tool`: a tool's full card.
@@ -118,13 +108,9 @@ impl McpServer {
         &self,
         Parameters(args): Parameters<GetToolArgs>,
     ) -> Result<CallToolResult, ErrorData> {
-        let s = self.index.snapshot();
-        match s.tool(args.handle.trim()) {
-            Some(t) => Ok(CallToolResult::structured(to_value(t)?)),
-            None => Ok(tool_error(&format!(
-                "no tool `{}` in the index; use a handle returned by search_tools",
-                args.handle
-            ))),
+        match card_of(&self.index, &args.handle) {
+            Ok(card) => Ok(CallToolResult::structured(card)),
+            Err(message) => Ok(tool_error(&message)),
         }
     }
 }
@@ -139,6 +125,44 @@ impl ServerHandler for McpServer {
                  request to get a few candidate tool handles, then get_tool on the one you \
                  mean to use to read its full card.",
             )
+    }
+}
+
+/// `search_tools` over `index`, shared by the index server and the gateway.
+pub(crate) async fn search(
+    index: &Arc<LiveIndex>,
+    pinned: &[String],
+    args: SearchToolsArgs,
+) -> Result<CallToolResult, ErrorData> {
+    let req = match search_request(args, pinned) {
+        Ok(r) => r,
+        Err(e) => return answer_error(e),
+    };
+    let index = index.clone();
+    let answer = tokio::task::spawn_blocking(move || index.search(&req))
+        .await
+        .map_err(|e| ErrorData::internal_error(format!("the search failed: {e}"), None))?;
+    match answer {
+        Ok(a) => Ok(CallToolResult::structured(to_value(&a.value)?)),
+        Err(e) => answer_error(ApiError::from(e)),
+    }
+}
+
+/// A tool's card for `get_tool`: the tool as indexed, without `source`
+/// (where the definition was read, which is a path of the serving machine).
+pub(crate) fn card_of(index: &LiveIndex, handle: &str) -> Result<serde_json::Value, String> {
+    let s = index.snapshot();
+    match s.tool(handle.trim()) {
+        Some(t) => {
+            let mut card = serde_json::to_value(t).map_err(|e| e.to_string())?;
+            if let Some(m) = card.as_object_mut() {
+                m.remove("source");
+            }
+            Ok(card)
+        }
+        None => Err(format!(
+            "no tool `{handle}` in the index; use a handle returned by search_tools"
+        )),
     }
 }
 

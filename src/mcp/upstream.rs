@@ -25,8 +25,8 @@ use std::time::Duration;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, Implementation, PaginatedRequestParams, ServerPeerInfo,
 };
-use rmcp::service::RunningService;
-use rmcp::{Peer, RoleClient, ServiceExt};
+use rmcp::service::{MaybeSendFuture, NotificationContext, RunningService};
+use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
 
@@ -460,7 +460,7 @@ impl StderrTail {
 /// to exit first.
 pub struct UpstreamSession {
     name: String,
-    service: RunningService<RoleClient, ClientConfig>,
+    service: RunningService<RoleClient, ToolragClient>,
     child: Option<tokio::process::Child>,
     stderr: StderrTail,
 }
@@ -490,12 +490,33 @@ fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
     text
 }
 
-/// What toolrag says of itself in `initialize`.
-fn client_info() -> ClientConfig {
-    ClientConfig::new(
-        ClientCapabilities::default(),
-        Implementation::new("toolrag", env!("CARGO_PKG_VERSION")),
-    )
+/// toolrag's side of a session: what it says of itself in `initialize`,
+/// and where a `notifications/tools/list_changed` from the server goes.
+#[derive(Debug, Clone)]
+pub struct ToolragClient {
+    server: String,
+    on_list_changed: Option<tokio::sync::mpsc::UnboundedSender<String>>,
+}
+
+impl ClientHandler for ToolragClient {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("toolrag", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    fn on_tool_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl std::future::Future<Output = ()> + MaybeSendFuture + '_ {
+        if let Some(tx) = &self.on_list_changed {
+            tracing::debug!(server = %self.server, "notifications/tools/list_changed");
+            // The receiver is gone only when the gateway is stopping.
+            let _ = tx.send(self.server.clone());
+        }
+        std::future::ready(())
+    }
 }
 
 impl UpstreamSession {
@@ -507,6 +528,20 @@ impl UpstreamSession {
         server: &ServerConfig,
         stderr: &StderrTail,
     ) -> Result<UpstreamSession, UpstreamError> {
+        UpstreamSession::connect_watched(server, stderr, None).await
+    }
+
+    /// [`UpstreamSession::connect`], and the server's name is sent on
+    /// `on_list_changed` each time it sends `notifications/tools/list_changed`.
+    pub async fn connect_watched(
+        server: &ServerConfig,
+        stderr: &StderrTail,
+        on_list_changed: Option<tokio::sync::mpsc::UnboundedSender<String>>,
+    ) -> Result<UpstreamSession, UpstreamError> {
+        let client = ToolragClient {
+            server: server.name.clone(),
+            on_list_changed,
+        };
         let init = |e: rmcp::service::ClientInitializeError| {
             UpstreamError::Initialize(match e {
                 // Its Display names rmcp's transport types; the cause is what helps.
@@ -543,7 +578,7 @@ impl UpstreamSession {
                 let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
                     unreachable!("stdin and stdout are piped");
                 };
-                let service = client_info().serve((stdout, stdin)).await.map_err(init)?;
+                let service = client.serve((stdout, stdin)).await.map_err(init)?;
                 Ok(UpstreamSession {
                     name: server.name.clone(),
                     service,
@@ -569,7 +604,7 @@ impl UpstreamSession {
                 let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(custom);
                 let transport = StreamableHttpClientTransport::from_config(config);
-                let service = client_info().serve(transport).await.map_err(init)?;
+                let service = client.serve(transport).await.map_err(init)?;
                 Ok(UpstreamSession {
                     name: server.name.clone(),
                     service,
@@ -605,45 +640,17 @@ impl UpstreamSession {
         self.stderr.text()
     }
 
+    /// Whether the session has ended: the server exited or closed the
+    /// connection.
+    pub fn is_closed(&self) -> bool {
+        self.service.peer().is_transport_closed()
+    }
+
     /// Every tool the server lists, following `nextCursor` page by page, each
     /// as MCP's `Tool` JSON (`name`, `description`, `inputSchema`,
     /// `outputSchema`, `annotations`, `_meta`, ...).
     pub async fn list_tools(&self) -> Result<Vec<Value>, UpstreamError> {
-        let mut tools = Vec::new();
-        let mut cursor: Option<String> = None;
-        let mut seen = HashSet::new();
-        for _ in 0..MAX_PAGES {
-            let params = cursor
-                .clone()
-                .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
-            let page =
-                self.peer()
-                    .list_tools(params)
-                    .await
-                    .map_err(|e| UpstreamError::Request {
-                        method: "tools/list",
-                        message: with_causes(&e),
-                    })?;
-            for tool in &page.tools {
-                tools.push(
-                    serde_json::to_value(tool).expect("an MCP tool always serialises to JSON"),
-                );
-            }
-            match page.next_cursor {
-                Some(next) if !next.is_empty() => {
-                    if !seen.insert(next.clone()) {
-                        return Err(UpstreamError::Paging(format!(
-                            "the cursor `{next}` came back twice"
-                        )));
-                    }
-                    cursor = Some(next);
-                }
-                _ => return Ok(tools),
-            }
-        }
-        Err(UpstreamError::Paging(format!(
-            "more than {MAX_PAGES} pages"
-        )))
+        list_tools_of(self.peer()).await
     }
 
     /// Ends the session: closes the connection (a stdio server sees its
@@ -661,6 +668,44 @@ impl UpstreamSession {
             }
         }
     }
+}
+
+/// Every tool the server behind `peer` lists, following `nextCursor` page
+/// by page (at most [`MAX_PAGES`]; a cursor seen twice is an error), each as
+/// MCP's `Tool` JSON.
+pub async fn list_tools_of(peer: &Peer<RoleClient>) -> Result<Vec<Value>, UpstreamError> {
+    let mut tools = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut seen = HashSet::new();
+    for _ in 0..MAX_PAGES {
+        let params = cursor
+            .clone()
+            .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
+        let page = peer
+            .list_tools(params)
+            .await
+            .map_err(|e| UpstreamError::Request {
+                method: "tools/list",
+                message: with_causes(&e),
+            })?;
+        for tool in &page.tools {
+            tools.push(serde_json::to_value(tool).expect("an MCP tool always serialises to JSON"));
+        }
+        match page.next_cursor {
+            Some(next) if !next.is_empty() => {
+                if !seen.insert(next.clone()) {
+                    return Err(UpstreamError::Paging(format!(
+                        "the cursor `{next}` came back twice"
+                    )));
+                }
+                cursor = Some(next);
+            }
+            _ => return Ok(tools),
+        }
+    }
+    Err(UpstreamError::Paging(format!(
+        "more than {MAX_PAGES} pages"
+    )))
 }
 
 /// The tools one server listed.

@@ -18,6 +18,7 @@ mod lint_real_servers;
 mod lint_rule_docs;
 mod lint_sarif;
 mod mcp;
+mod mcp_gateway;
 mod mcp_import;
 mod names;
 mod query;

@@ -178,6 +178,19 @@ fn scan(text: &str, base64_min: usize) -> Vec<(&'static str, String)> {
     out
 }
 
+/// What in `text` addresses the model: instructions to it (overrides,
+/// concealment, blocks addressed to it, requests for secrets), a request to
+/// send data to a URL or a URL template that carries data out, and invisible
+/// or bidirectional Unicode. Each finding is "what: evidence". For text the
+/// model reads but nobody vetted, such as a tool's result: unlike the lint
+/// rule it does not flag base64, which results carry legitimately.
+pub(crate) fn scan_untrusted(text: &str) -> Vec<String> {
+    scan(text, usize::MAX)
+        .into_iter()
+        .map(|(what, evidence)| format!("{what}: {evidence:?}"))
+        .collect()
+}
+
 /// Every text of the tool that the model may be shown, with its pointer.
 fn texts(tool: &ToolDef) -> Vec<(String, &str)> {
     let mut out: Vec<(String, &str)> = Vec::new();

@@ -20,6 +20,8 @@ mod vague_description;
 
 use super::rule::{Rule, RuleInfo};
 
+pub(crate) use hidden_instructions::scan_untrusted;
+
 /// Every rule, in code order. Codes are stable: a retired rule keeps its code.
 pub(crate) static RULES: &[&dyn Rule] = &[
     &missing_examples::MissingExamples,
