@@ -41,6 +41,14 @@ async def main(binary, index):
                 f"search_tools properties {sorted(schema['properties'])}",
             )
             check(tools["get_tool"].input_schema["required"] == ["handle"], "get_tool needs handle")
+            # What MCP clients expect of a tool: a title, an outputSchema (the SDK then checks every
+            # structured result against it), and argument types a form can render: no ["integer", "null"].
+            for name, tool in tools.items():
+                check(tool.title, f"{name} has a title")
+                check(tool.output_schema and tool.output_schema.get("type") == "object", f"{name} has an outputSchema")
+                for prop, spec in tool.input_schema["properties"].items():
+                    check(isinstance(spec.get("type"), str), f"{name}.{prop} has a plain type: {spec}")
+            check("source" not in tools["get_tool"].output_schema["properties"], "cards leave out source")
 
             found = await session.call_tool("search_tools", {"query": "read the file /etc/hosts", "k": 3})
             check(not found.is_error, f"search_tools failed: {found.content}")
@@ -65,6 +73,7 @@ async def main(binary, index):
             check(not card.is_error, f"get_tool failed: {card.content}")
             check("tool://" + card.structured_content["id"] == top, "the card is the tool asked for")
             check("inputSchema" in card.structured_content, "the card has the input schema")
+            check("source" not in card.structured_content, "no path of the serving machine in a card")
 
             missing = await session.call_tool("get_tool", {"handle": "tool://no/such_tool"})
             check(missing.is_error, "an unknown handle is an error")

@@ -111,8 +111,14 @@ async def real(opts):
     async with Gateway(opts, elicit="approve") as gw:
         tools = sorted(t.name for t in (await gw.session.list_tools()).tools)
         check(tools == ["call_tool", "get_tool", "search_tools"], f"tools {tools}")
-        call_schema = next(t for t in (await gw.session.list_tools()).tools if t.name == "call_tool")
-        check(call_schema.input_schema["required"] == ["handle"], "call_tool needs handle")
+        listed = {t.name: t for t in (await gw.session.list_tools()).tools}
+        check(listed["call_tool"].input_schema["required"] == ["handle"], "call_tool needs handle")
+        for name, tool in listed.items():
+            check(tool.title, f"{name} has a title")
+            for prop, spec in tool.input_schema["properties"].items():
+                check(isinstance(spec.get("type"), str), f"{name}.{prop} has a plain type: {spec}")
+        for name in ("search_tools", "get_tool"):
+            check(listed[name].output_schema["type"] == "object", f"{name} has an outputSchema")
 
         found = handles(await gw.search("what time is it in Tokyo right now"))
         check("tool://time/get_current_time" in found, f"time candidates {found}")

@@ -171,10 +171,13 @@ fn gateway(args: McpArgs, config: Config, upstream: PathBuf) -> anyhow::Result<E
             for f in &failed {
                 println!("failed server {f}");
             }
+            let plural = |n: usize, one: &str, many: &str| {
+                format!("{n} {}", if n == 1 { one } else { many })
+            };
             println!(
-                "{} tools quarantined, {} servers failed",
-                quarantined.len(),
-                failed.len()
+                "{} quarantined, {} failed",
+                plural(quarantined.len(), "tool", "tools"),
+                plural(failed.len(), "server", "servers")
             );
             gw.shutdown().await;
             return anyhow::Ok(if quarantined.is_empty() && failed.is_empty() {

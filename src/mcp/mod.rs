@@ -33,11 +33,18 @@ pub struct SearchToolsArgs {
     /// At most 4096 characters.
     pub query: String,
     /// How many tools to return, 1 to 100 (default 10).
-    #[schemars(range(min = 1, max = 100))]
+    // `with`: a plain `integer` in the schema, not `["integer", "null"]`;
+    // `default` keeps it optional.
+    #[schemars(range(min = 1, max = 100), with = "i64")]
+    #[serde(default)]
     pub k: Option<i64>,
     /// Only tools in this namespace, e.g. "filesystem".
+    #[schemars(with = "String")]
+    #[serde(default)]
     pub namespace: Option<String>,
     /// Only tools annotated read-only (no side effects).
+    #[schemars(with = "bool")]
+    #[serde(default)]
     pub read_only: Option<bool>,
 }
 
@@ -89,7 +96,9 @@ impl McpServer {
 
     /// `search_tools`: the candidate set for a request.
     #[tool(
+        title = "Search tools",
         description = SEARCH_TOOLS,
+        output_schema = output_schema(OutputSchema::CandidateSet),
         annotations(title = "Search tools", read_only_hint = true, open_world_hint = false)
     )]
     pub async fn search_tools(
@@ -101,7 +110,9 @@ impl McpServer {
 
     /// `get_tool`: a tool's full card.
     #[tool(
+        title = "Get a tool card",
         description = GET_TOOL,
+        output_schema = output_schema(OutputSchema::ToolCard),
         annotations(title = "Get a tool card", read_only_hint = true, open_world_hint = false)
     )]
     pub async fn get_tool(
@@ -125,6 +136,65 @@ impl ServerHandler for McpServer {
                  request to get a few candidate tool handles, then get_tool on the one you \
                  mean to use to read its full card.",
             )
+    }
+}
+
+/// The structured results of toolrag's MCP tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OutputSchema {
+    /// `search_tools`: the Khipu candidate set.
+    CandidateSet,
+    /// `get_tool`: a tool's card, without `source`.
+    ToolCard,
+}
+
+/// The `outputSchema` of a tool's structured result: the HTTP API's schema
+/// of the same value (`openapi.json`, kept true by the server's tests) with
+/// every `$ref` inlined, so the MCP and HTTP answers are described once.
+pub(crate) fn output_schema(
+    which: OutputSchema,
+) -> Arc<serde_json::Map<String, serde_json::Value>> {
+    use serde_json::Value;
+    static OPENAPI: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
+        serde_json::from_str(include_str!("../server/openapi.json")).expect("openapi.json is JSON")
+    });
+    fn inline(v: &Value, components: &Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                if let Some(Value::String(r)) = m.get("$ref") {
+                    let name = r.rsplit('/').next().unwrap_or_default();
+                    return inline(&components[name], components);
+                }
+                Value::Object(
+                    m.iter()
+                        .map(|(k, v)| (k.clone(), inline(v, components)))
+                        .collect(),
+                )
+            }
+            Value::Array(a) => Value::Array(a.iter().map(|v| inline(v, components)).collect()),
+            other => other.clone(),
+        }
+    }
+    let components = &OPENAPI["components"]["schemas"];
+    let name = match which {
+        OutputSchema::CandidateSet => "CandidateSet",
+        OutputSchema::ToolCard => "ToolCard",
+    };
+    let mut schema = inline(&components[name], components);
+    if which == OutputSchema::ToolCard {
+        // Cards over MCP leave out `source` (a path of the serving machine).
+        if let Some(m) = schema.as_object_mut() {
+            if let Some(Value::Object(p)) = m.get_mut("properties") {
+                p.remove("source");
+            }
+            if let Some(Value::Array(r)) = m.get_mut("required") {
+                r.retain(|k| k != "source");
+            }
+        }
+    }
+    match schema {
+        Value::Object(m) => Arc::new(m),
+        _ => unreachable!("openapi.json's {name} is an object schema"),
     }
 }
 

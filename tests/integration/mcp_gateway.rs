@@ -206,7 +206,10 @@ fn a_poisoned_tool_is_quarantined_and_check_lists_it() {
         "{stdout}"
     );
     assert!(stdout.contains("hidden-instructions"), "{stdout}");
-    assert!(stdout.contains("1 tools quarantined"), "{stdout}");
+    assert!(
+        stdout.contains("1 tool quarantined, 0 servers failed"),
+        "{stdout}"
+    );
     s.scenario("quarantine", None);
     assert_eq!(
         s.decisions("fixture/lookup_order"),
@@ -358,4 +361,31 @@ fn arguments_that_do_not_match_the_schema_are_refused_before_the_server() {
     let error = summary["error"].as_str().unwrap();
     assert!(error.contains("city"), "{error}");
     assert_eq!(s.decisions("fixture/get_weather")[0].0, "invalid-arguments");
+}
+
+#[test]
+fn a_failing_server_is_named_with_its_stderr_and_the_log_has_no_colour_codes() {
+    let s = Setup::fixture(json!({}));
+    let fixture = root().join("tests/mcp_gateway_fixture.py");
+    s.write_upstream(json!({"mcpServers": {
+        "good": {"command": python(), "args": [fixture, "--state", s.state()]},
+        "broken": {"command": python(), "args": ["-c", "import sys; sys.stderr.write('boom: no config\\n'); sys.exit(4)"]},
+    }}));
+    let check = s.toolrag(&["--check"]);
+    let stderr = String::from_utf8_lossy(&check.stderr);
+    assert_eq!(
+        check.status.code(),
+        Some(1),
+        "a failed server fails the check: {stderr}"
+    );
+    assert!(String::from_utf8_lossy(&check.stdout).contains("failed server broken"));
+    assert!(stderr.contains("server `broken`"), "{stderr}");
+    assert!(
+        stderr.contains("boom: no config"),
+        "its stderr is shown: {stderr}"
+    );
+    assert!(
+        !stderr.contains('\u{1b}'),
+        "no ANSI escapes on a pipe: {stderr:?}"
+    );
 }

@@ -582,10 +582,10 @@ impl Gateway {
                 Err(if tail.is_empty() {
                     e
                 } else {
-                    UpstreamError::Initialize(format!(
-                        "{e}\n  its stderr ended with:\n    {}",
-                        tail.lines().collect::<Vec<_>>().join("\n    ")
-                    ))
+                    UpstreamError::WithStderr {
+                        error: Box::new(e),
+                        tail,
+                    }
                 })
             }
         }

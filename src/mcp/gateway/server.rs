@@ -23,6 +23,8 @@ pub struct CallToolArgs {
     pub handle: String,
     /// The tool's arguments, an object matching its input schema (read it
     /// with get_tool). Default: no arguments.
+    #[schemars(with = "JsonObject")]
+    #[serde(default)]
     pub arguments: Option<JsonObject>,
 }
 
@@ -77,7 +79,9 @@ impl GatewayServer {
 
     /// `search_tools`: the candidate set for a request.
     #[tool(
+        title = "Search tools",
         description = SEARCH_TOOLS,
+        output_schema = crate::mcp::output_schema(crate::mcp::OutputSchema::CandidateSet),
         annotations(title = "Search tools", read_only_hint = true, open_world_hint = false)
     )]
     pub async fn search_tools(
@@ -89,7 +93,9 @@ impl GatewayServer {
 
     /// `get_tool`: a tool's full card.
     #[tool(
+        title = "Get a tool card",
         description = GET_TOOL,
+        output_schema = crate::mcp::output_schema(crate::mcp::OutputSchema::ToolCard),
         annotations(title = "Get a tool card", read_only_hint = true, open_world_hint = false)
     )]
     pub async fn get_tool(
@@ -104,6 +110,7 @@ impl GatewayServer {
 
     /// `call_tool`: forwards a call to the server that owns the tool.
     #[tool(
+        title = "Call a tool",
         description = CALL_TOOL,
         annotations(
             title = "Call a tool",
