@@ -255,26 +255,18 @@ const ENDPOINT_NAMES: &[&str] = &[
     "output",
 ];
 
-/// Words of a tool name that say it works on files.
-const FILE_TOOL_WORDS: &[&str] = &[
-    "file",
-    "files",
-    "dir",
-    "dirs",
-    "directory",
-    "directories",
-    "folder",
-    "folders",
-    "path",
-    "paths",
-];
+/// Words of a tool name that say it works on files: the path tails, and
+/// `path` itself.
+fn is_file_tool_word(w: &str) -> bool {
+    PATH_TAIL.contains(&w) || w == "path" || w == "paths"
+}
 
 /// Whether the tool works on files, judged by its name (`move_file`,
 /// `copy_directory`).
 fn is_file_tool(tool: &ToolDef) -> bool {
     split_identifier(&tool.name)
         .iter()
-        .any(|w| FILE_TOOL_WORDS.contains(&w.as_str()))
+        .any(|w| is_file_tool_word(w.as_str()))
 }
 
 /// Whether a property holds a path because of the tool it belongs to: a

@@ -389,3 +389,23 @@ fn a_failing_server_is_named_with_its_stderr_and_the_log_has_no_colour_codes() {
         "no ANSI escapes on a pipe: {stderr:?}"
     );
 }
+
+#[test]
+fn two_gateways_on_one_index_folder_both_start() {
+    // Two clients, one gateway each, the same fresh index folder: one builds,
+    // the other waits for that build instead of failing on the build lock.
+    let s = Setup::fixture(json!({}));
+    let runs: Vec<Output> = std::thread::scope(|scope| {
+        let a = scope.spawn(|| s.run_client("invalid-arguments", None));
+        let b = scope.spawn(|| s.run_client("invalid-arguments", None));
+        vec![a.join().unwrap(), b.join().unwrap()]
+    });
+    for out in runs {
+        assert!(
+            out.status.success(),
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

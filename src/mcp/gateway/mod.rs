@@ -71,6 +71,10 @@ use crate::registry::{Registry, ToolDef, HANDLE_SCHEME};
 use crate::search::SearchConfig;
 use crate::serve::LiveIndex;
 
+/// How long the gateway waits for another process's build of its index
+/// folder before giving up.
+const LOCKED_WAIT: Duration = Duration::from_secs(300);
+
 /// How long a person has to answer an approval question.
 const APPROVAL_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -773,17 +777,32 @@ impl Gateway {
             .collect();
         self.catalog.store(Arc::new(catalog));
         let registry = Registry::from_tools(active).map_err(GatewayError::Index)?;
-        if !self.index_is_current(&registry) {
+        // Another gateway on the same index folder (two clients started one
+        // each) may be building: wait for it, then build only if its
+        // generation is not already this one.
+        let waited_since = Instant::now();
+        while !self.index_is_current(&registry) {
             let mut opts = BuildOptions::new(self.opts.index.clone());
             opts.boosts = self.opts.boosts;
             let embedder = self.embedder.clone();
+            let tools = registry.clone();
             let build = tokio::task::spawn_blocking(move || {
                 let model = embedder.as_deref().map(BuildModel::Loaded);
-                crate::index::build(registry, model, &opts, &|_| {})
+                crate::index::build(tools, model, &opts, &|_| {})
             })
             .await
-            .expect("a build does not panic")?;
-            report.build = Some(build);
+            .expect("a build does not panic");
+            match build {
+                Ok(b) => {
+                    report.build = Some(b);
+                    break;
+                }
+                Err(crate::Error::Locked { .. }) if waited_since.elapsed() < LOCKED_WAIT => {
+                    tracing::info!("another build holds the index folder; waiting for it");
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+                Err(e) => return Err(e.into()),
+            }
         }
         Ok(report)
     }
