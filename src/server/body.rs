@@ -14,7 +14,8 @@ use crate::serve::{check_k, check_query, ApiError, UserCode, MAX_BODY_BYTES};
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SearchBody {
-    /// The request in words (at most 4 KiB).
+    /// The request in words, at most [`MAX_QUERY_CHARS`](crate::search::MAX_QUERY_CHARS)
+    /// characters (4096; characters, not bytes, as JSON Schema's `maxLength` counts).
     pub query: String,
     /// How many tools, 1..=100 (default 10).
     #[serde(default, deserialize_with = "json_integer")]

@@ -34,10 +34,12 @@ pub async fn search(
     // A lexical search takes a fraction of a millisecond: handing it to the
     // blocking pool and back would cost more than the search (two thread
     // switches per request). Model-bound modes go to the pool.
-    if req.mode == crate::search::Mode::Lexical {
-        return Ok(with_generation(live.search(&req)?));
-    }
-    let answer = app.run_blocking(move || live.search(&req)).await??;
+    let answer = if req.mode == crate::search::Mode::Lexical {
+        live.search(&req)?
+    } else {
+        app.run_blocking(move || live.search(&req)).await??
+    };
+    app.0.metrics.searched(&answer.value);
     Ok(with_generation(answer))
 }
 
@@ -87,6 +89,11 @@ pub async fn search_batch(
         out.push(crate::search::khipu::candidate_set(&result, |id| {
             snapshot.tool(id)
         }));
+    }
+    // Counted once the whole batch is answered, as a batch that fails
+    // part-way answers none of its requests.
+    for set in &out {
+        app.0.metrics.searched(set);
     }
     Ok(with_generation(Answer {
         generation: generation_name(&snapshot),

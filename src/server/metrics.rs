@@ -1,6 +1,8 @@
-//! `GET /metrics` in the Prometheus text format (0.0.4): requests by route,
-//! method and status, a latency histogram per route, the index generation,
-//! the tool count and the reloads.
+//! `GET /metrics` in the Prometheus text format (0.0.4): the build (version,
+//! commit, model), requests by route, method and status, a latency histogram
+//! per route, searches by mode and by decision, the index generation, the
+//! tool count, the reloads, and the standard `process_*` metrics
+//! ([`process`](super::process)).
 
 use std::sync::Mutex;
 use std::time::Instant;
@@ -17,6 +19,8 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 use super::AppState;
+use crate::search::khipu::CandidateSet;
+use crate::search::{Decision, Mode};
 use crate::serve::generation_name;
 
 /// Latency buckets, in seconds: from a cached lexical query to a slow batch.
@@ -41,11 +45,43 @@ struct OutcomeLabels {
     outcome: &'static str,
 }
 
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ModeLabels {
+    mode: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DecisionLabels {
+    decision: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BuildLabels {
+    version: &'static str,
+    commit: &'static str,
+    model: String,
+}
+
+/// The commit the binary was built from (`git rev-parse --short HEAD` at
+/// build time, or `TOOLRAG_COMMIT`), `unknown` without git; see build.rs.
+pub const COMMIT: &str = env!("TOOLRAG_COMMIT");
+
+/// The `decision` label of a search's decision, as the API spells it.
+fn decision_name(d: Decision) -> &'static str {
+    match d {
+        Decision::Navigate => "NAVIGATE",
+        Decision::Abstain => "ABSTAIN",
+    }
+}
+
 type HistogramFamily = Family<RouteLabels, Histogram, fn() -> Histogram>;
 
 /// The server's metrics registry.
 pub struct Metrics {
     registry: Registry,
+    build: Family<BuildLabels, Gauge>,
+    searches: Family<ModeLabels, Counter>,
+    decisions: Family<DecisionLabels, Counter>,
     requests: Family<RequestLabels, Counter>,
     latency: HistogramFamily,
     generation: Gauge,
@@ -68,7 +104,40 @@ pub struct Metrics {
 impl Metrics {
     /// Registers every metric.
     pub fn new() -> Metrics {
-        let mut registry = Registry::with_prefix("toolrag");
+        // The process metrics keep their standard unprefixed names; the
+        // rest is `toolrag_*`.
+        let mut root = Registry::default();
+        root.register_collector(Box::new(super::process::ProcessCollector));
+        let registry = root.sub_registry_with_prefix("toolrag");
+        let build = Family::<BuildLabels, Gauge>::default();
+        registry.register(
+            "build_info",
+            "Always 1: the toolrag version, the commit it was built from and the embedding model \
+             serving dense search (none: lexical only, or the index is not loaded yet)",
+            build.clone(),
+        );
+        let searches = Family::<ModeLabels, Counter>::default();
+        registry.register(
+            "searches",
+            "Searches answered, by mode (a batch counts each request)",
+            searches.clone(),
+        );
+        let decisions = Family::<DecisionLabels, Counter>::default();
+        registry.register(
+            "search_decisions",
+            "Searches answered, by the decision suggested to the plan model",
+            decisions.clone(),
+        );
+        // Every series exists from the start, at 0, so that rates and
+        // ratios over them are defined before the first search.
+        for mode in Mode::ALL {
+            drop(searches.get_or_create(&ModeLabels { mode: mode.name() }));
+        }
+        for d in [Decision::Navigate, Decision::Abstain] {
+            drop(decisions.get_or_create(&DecisionLabels {
+                decision: decision_name(d),
+            }));
+        }
         let requests = Family::<RequestLabels, Counter>::default();
         registry.register(
             "http_requests",
@@ -131,7 +200,10 @@ impl Metrics {
             pool_tasks.clone(),
         );
         Metrics {
-            registry,
+            registry: root,
+            build,
+            searches,
+            decisions,
             requests,
             latency,
             generation,
@@ -161,10 +233,30 @@ impl Metrics {
             .inc();
     }
 
+    /// Counts a search answered: its mode and its decision.
+    pub(super) fn searched(&self, set: &CandidateSet) {
+        self.searches
+            .get_or_create(&ModeLabels {
+                mode: set.retrieval.mode.name(),
+            })
+            .inc();
+        self.decisions
+            .get_or_create(&DecisionLabels {
+                decision: decision_name(set.retrieval.decision),
+            })
+            .inc();
+    }
+
     fn encode(&self, app: &AppState) -> String {
         let _guard = self.scrape.lock().unwrap_or_else(|p| p.into_inner());
+        let mut model = "none".to_string();
         if let Some(live) = app.index() {
             let s = live.snapshot();
+            if s.has_dense() {
+                if let Some(m) = &s.manifest().model {
+                    model.clone_from(&m.id);
+                }
+            }
             let number = crate::index::generation_number(&generation_name(&s)).unwrap_or(0);
             self.generation.set(number as i64);
             self.tools.set(s.tools().len() as i64);
@@ -174,6 +266,15 @@ impl Metrics {
                 c.inc_by(total.saturating_sub(c.get()));
             }
         }
+        // One series: a reload may bring another model.
+        self.build.clear();
+        self.build
+            .get_or_create(&BuildLabels {
+                version: env!("CARGO_PKG_VERSION"),
+                commit: COMMIT,
+                model,
+            })
+            .set(1);
         let mut out = String::new();
         prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry)
             .expect("writing to a String does not fail");
@@ -213,4 +314,64 @@ pub async fn render(State(app): State<AppState>) -> Response {
         body,
     )
         .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every family's name follows Prometheus' conventions (snake case, the
+    /// `toolrag_` prefix or the standard `process_` one, counters in
+    /// `_total`, units in base units as a suffix), and the new families are
+    /// there before the first request. `promtool check metrics` runs over a
+    /// real scrape in the integration tests.
+    #[test]
+    fn metrics_names_follow_the_conventions() {
+        let app = AppState::new(super::super::ServeOptions::default());
+        let text = app.0.metrics.encode(&app);
+        let name = regex::Regex::new(r"^(toolrag|process)_[a-z0-9_]*[a-z0-9]$").unwrap();
+        let mut families = Vec::new();
+        for line in text.lines().filter(|l| l.starts_with("# TYPE ")) {
+            let mut parts = line["# TYPE ".len()..].split(' ');
+            let (family, kind) = (parts.next().unwrap(), parts.next().unwrap());
+            assert!(name.is_match(family), "{family}");
+            assert_eq!(kind == "counter", family.ends_with("_total"), "{line}");
+            for bad in ["_ms", "_milliseconds", "_kb", "_count_total"] {
+                assert!(!family.contains(bad), "{family}: not a base unit");
+            }
+            families.push(family.to_string());
+        }
+        for f in [
+            "toolrag_build_info",
+            "toolrag_searches_total",
+            "toolrag_search_decisions_total",
+            "toolrag_ready",
+        ] {
+            assert!(families.iter().any(|x| x == f), "{f} in {families:?}");
+        }
+        if cfg!(target_os = "linux") {
+            for f in [
+                "process_cpu_seconds_total",
+                "process_resident_memory_bytes",
+                "process_open_fds",
+            ] {
+                assert!(families.iter().any(|x| x == f), "{f} in {families:?}");
+            }
+        }
+        let build = format!(
+            r#"toolrag_build_info{{version="{}",commit="{COMMIT}",model="none"}} 1"#,
+            env!("CARGO_PKG_VERSION")
+        );
+        assert!(text.contains(&build), "{text}");
+        assert!(!COMMIT.is_empty());
+        for line in [
+            r#"toolrag_searches_total{mode="hybrid"} 0"#,
+            r#"toolrag_searches_total{mode="lexical"} 0"#,
+            r#"toolrag_searches_total{mode="dense"} 0"#,
+            r#"toolrag_search_decisions_total{decision="NAVIGATE"} 0"#,
+            r#"toolrag_search_decisions_total{decision="ABSTAIN"} 0"#,
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
+    }
 }

@@ -35,6 +35,7 @@ mod error;
 mod handlers;
 mod metrics;
 pub mod openapi;
+mod process;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;

@@ -126,6 +126,62 @@ mod tests {
         );
     }
 
+    /// Every enum of the document, with its JSON path.
+    fn enums(v: &serde_json::Value, path: &str, out: &mut Vec<(String, serde_json::Value)>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                if let Some(e) = m.get("enum") {
+                    out.push((path.to_string(), e.clone()));
+                }
+                for (k, v) in m {
+                    enums(v, &format!("{path}/{k}"), out);
+                }
+            }
+            serde_json::Value::Array(a) => {
+                for (i, v) in a.iter().enumerate() {
+                    enums(v, &format!("{path}/{i}"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A nullable enum (`"type": ["string", "null"]` with `null` among the
+    /// values) makes openapi-python-client generate one identical enum class
+    /// per branch; the search mode is one `Mode` schema, shared by the
+    /// request and the response, and a null mode is a separate branch.
+    #[test]
+    fn enums_are_not_nullable_and_the_mode_is_one_schema() {
+        let doc = document();
+        let mut all = Vec::new();
+        enums(&doc, "", &mut all);
+        assert!(all.len() >= 5);
+        for (path, values) in &all {
+            assert!(
+                !values
+                    .as_array()
+                    .unwrap()
+                    .contains(&serde_json::Value::Null),
+                "{path}: a nullable enum"
+            );
+        }
+        let schemas = &doc["components"]["schemas"];
+        assert_eq!(
+            schemas["Mode"]["enum"],
+            serde_json::json!(crate::search::Mode::NAMES)
+        );
+        let mode = "#/components/schemas/Mode";
+        assert_eq!(schemas["Retrieval"]["properties"]["mode"]["$ref"], mode);
+        let body = &schemas["SearchBody"]["properties"]["mode"];
+        assert_eq!(body["anyOf"][0]["$ref"], mode);
+        assert_eq!(body["anyOf"][1]["type"], "null");
+        let mode_enums = all
+            .iter()
+            .filter(|(_, v)| v.as_array().unwrap().contains(&"lexical".into()))
+            .count();
+        assert_eq!(mode_enums, 1, "the modes are listed once");
+    }
+
     #[test]
     fn limits_match() {
         let doc = document();
@@ -138,6 +194,17 @@ mod tests {
         let text = body["query"]["description"].as_str().unwrap();
         assert!(
             text.contains(&format!("{MAX_QUERY_CHARS} characters")),
+            "{text}"
+        );
+        // The candidate's note, in characters too.
+        let note = &doc["components"]["schemas"]["Candidate"]["properties"]["note"];
+        assert_eq!(note["maxLength"], crate::search::khipu::MAX_NOTE_CHARS);
+        let text = note["description"].as_str().unwrap();
+        assert!(
+            text.contains(&format!(
+                "{} characters",
+                crate::search::khipu::MAX_NOTE_CHARS
+            )),
             "{text}"
         );
         let batch = &doc["paths"]["/v1/search/batch"]["post"]["requestBody"]["content"]

@@ -21,6 +21,7 @@ mod mcp;
 mod mcp_gateway;
 mod mcp_import;
 mod names;
+mod openapi_client;
 mod query;
 mod registry;
 mod schemathesis;

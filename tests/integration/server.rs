@@ -4,6 +4,7 @@ mod errors;
 mod gate;
 pub mod harness;
 mod limits;
+mod metrics;
 mod reload;
 
 use std::time::Duration;
