@@ -44,6 +44,7 @@ pub(crate) mod topk;
 
 use std::path::{Path, PathBuf};
 
+#[cfg(feature = "mcp")]
 pub(crate) use build::content_hash;
 pub use build::{build, BuildModel, BuildOptions, BuildProgress, BuildReport};
 pub use manifest::{Counts, FileEntry, Manifest, ModelInfo, ToolEntry, FORMAT_VERSION};
