@@ -77,7 +77,8 @@ $(PROMTOOL)/.installed:
 	if command -v promtool >/dev/null; then \
 		ln -sf "$$(command -v promtool)" $(PROMTOOL)/bin/promtool; \
 	else \
-		cd $(PROMTOOL) && rm -f prometheus_*.deb && apt-get download prometheus \
+		cd $(PROMTOOL) && rm -f prometheus_*.deb \
+		&& { apt-get download prometheus || { apt-get update -qq && apt-get download prometheus; }; } \
 		&& dpkg-deb -x prometheus_*.deb root && ln -sf ../root/usr/bin/promtool bin/promtool \
 		&& rm -f prometheus_*.deb; \
 	fi
