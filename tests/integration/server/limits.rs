@@ -158,14 +158,19 @@ fn raw_get(addr: &str, target: &str, headers: &str) -> (u16, String) {
 #[test]
 fn a_timed_out_batch_stops_computing_and_single_searches_keep_their_turn() {
     let index = index_copy();
-    let s = Server::start(index.path(), &["--timeout-ms", "2000"]);
+    let s = Server::start(index.path(), &["--timeout-ms", "1000"]);
+    // Long, distinct queries: each embeds in several milliseconds, so 1,024
+    // of them take the two-core pool seconds even on a fast, quiet machine
+    // (a batch that finished within the timeout would make this test fail).
     let batch = |n: usize| -> String {
         let b: Vec<Value> = (0..256)
-            .map(|i| json!({"query": format!("batch {n}: find the file number {i} and read it"), "k": 10}))
+            .map(|i| json!({"query": format!(
+                "batch {n}: find the file number {i} in the project folder, read all of it \
+                 and summarise what it says about release {i} in a few sentences"), "k": 10}))
             .collect();
         Value::Array(b).to_string()
     };
-    // Four clients each send a batch no pool finishes in 2 s.
+    // Four clients each send a batch no pool finishes in 1 s.
     let url = s.url("/v1/search/batch");
     let batches: Vec<_> = (0..4)
         .map(|n| {
