@@ -164,9 +164,11 @@ fn a_timed_out_batch_stops_computing_and_single_searches_keep_their_turn() {
     // (a batch that finished within the timeout would make this test fail).
     let batch = |n: usize| -> String {
         let b: Vec<Value> = (0..256)
-            .map(|i| json!({"query": format!(
+            .map(|i| {
+                json!({"query": format!(
                 "batch {n}: find the file number {i} in the project folder, read all of it \
-                 and summarise what it says about release {i} in a few sentences"), "k": 10}))
+                 and summarise what it says about release {i} in a few sentences"), "k": 10})
+            })
             .collect();
         Value::Array(b).to_string()
     };
