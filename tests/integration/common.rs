@@ -9,6 +9,15 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// A program the test setup (`make test`'s prerequisites) installed under the
+/// repository; a missing one fails with the command that installs it, it
+/// never skips.
+pub fn installed(rel: &str, how: &str) -> PathBuf {
+    let p = root().join(rel);
+    assert!(p.exists(), "{} is missing: run `{how}`", p.display());
+    p
+}
+
 pub fn fixture(rel: &str) -> PathBuf {
     root().join("tests/fixtures").join(rel)
 }

@@ -8,14 +8,7 @@ use std::process::{Command, Output};
 
 use serde_json::{json, Value};
 
-use crate::common::root;
-
-/// A program the test setup installed; a missing one fails, it never skips.
-fn installed(rel: &str, how: &str) -> PathBuf {
-    let p = root().join(rel);
-    assert!(p.exists(), "{} is missing: run `{how}`", p.display());
-    p
-}
+use crate::common::{installed, root};
 
 fn python() -> PathBuf {
     installed("target/mcp-venv/bin/python", "make mcp-client")

@@ -9,14 +9,7 @@ use std::process::{Child, Command, Output, Stdio};
 use toolrag::registry::{LoadOptions, ToolDef};
 use toolrag::{Registry, SearchConfig, Searcher};
 
-use crate::common::{root, toolrag};
-
-/// A program the test setup installed; a missing one fails, it never skips.
-fn installed(rel: &str, how: &str) -> PathBuf {
-    let p = root().join(rel);
-    assert!(p.exists(), "{} is missing: run `{how}`", p.display());
-    p
-}
+use crate::common::{installed, root, toolrag};
 
 fn python() -> PathBuf {
     installed("target/mcp-venv/bin/python", "make mcp-client")
