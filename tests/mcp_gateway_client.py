@@ -295,7 +295,20 @@ async def invalid_arguments(opts):
     return {"error": text_of(r)}
 
 
+async def http(opts):
+    """A streamable-HTTP upstream (with a required header) behind the gateway."""
+    async with Gateway(opts) as gw:
+        found = handles(await gw.search("count the widgets on shelf 3 of the fixture warehouse", k=5))
+        check("tool://remote/fixture_tool_03" in found, f"candidates {found}")
+        card = await gw.card("tool://remote/fixture_tool_03")
+        check(not card.is_error and "shelf" in card.structured_content["inputSchema"]["properties"], text_of(card))
+        r = await gw.call("tool://remote/fixture_tool_03", {"shelf": "A-3"})
+        check(not r.is_error and text_of(r) == "7", text_of(r))
+    return {"found": found}
+
+
 SCENARIOS = {
+    "http": http,
     "real": real,
     "sync": sync,
     "quarantine": quarantine,

@@ -402,3 +402,18 @@ fn two_gateways_on_one_index_folder_both_start() {
         );
     }
 }
+
+#[test]
+fn a_streamable_http_server_is_searched_and_called_through_the_gateway() {
+    let server = crate::mcp_import::HttpServer::start(&["--header", "X-Fixture-Token=sesame"]);
+    let s = Setup::fixture(json!({}));
+    // VS Code's format: `servers`, `"type": "http"`, and the header the server requires.
+    s.write_upstream(json!({"servers": {"remote": {
+        "type": "http", "url": server.url(), "headers": {"X-Fixture-Token": "sesame"}}}}));
+    let summary = s.scenario("http", None);
+    assert_eq!(
+        summary["found"][0], "tool://remote/fixture_tool_03",
+        "{summary}"
+    );
+    assert_eq!(s.decisions("remote/fixture_tool_03")[0].0, "allowed");
+}

@@ -160,13 +160,14 @@ fn real_servers_are_indexed_as_their_saved_tools_list_and_a_rerun_embeds_nothing
 }
 
 /// The fixture server on streamable HTTP, killed when dropped.
-struct HttpServer {
+pub(crate) struct HttpServer {
     child: Child,
     port: u16,
 }
 
 impl HttpServer {
-    fn start(extra: &[&str]) -> HttpServer {
+    /// Starts it with these extra arguments (`--tools N`, `--header NAME=VALUE`).
+    pub(crate) fn start(extra: &[&str]) -> HttpServer {
         let mut child = Command::new(python())
             .arg(fixture_server())
             .arg("http")
@@ -186,7 +187,8 @@ impl HttpServer {
         HttpServer { child, port }
     }
 
-    fn url(&self) -> String {
+    /// Its MCP endpoint.
+    pub(crate) fn url(&self) -> String {
         format!("http://127.0.0.1:{}/mcp", self.port)
     }
 }
