@@ -218,10 +218,14 @@ impl GatewayConfig {
         Ok(())
     }
 
-    /// Whether `allow` lets `tool_id` (`server/tool`) act without asking.
-    pub fn allows(&self, tool_id: &str) -> bool {
+    /// The `allow` entry that lets `tool_id` (`server/tool`) act without
+    /// asking: the tool itself or its server; `None` when none does.
+    pub fn allow_entry(&self, tool_id: &str) -> Option<&str> {
         let server = tool_id.split_once('/').map_or(tool_id, |(s, _)| s);
-        self.allow.iter().any(|a| a == tool_id || a == server)
+        self.allow
+            .iter()
+            .map(String::as_str)
+            .find(|a| *a == tool_id || *a == server)
     }
 }
 
@@ -1050,9 +1054,15 @@ confusable-dense = 0.9
         .unwrap();
         assert_eq!(c.gateway.output_guard, OutputGuard::Block);
         assert_eq!(c.gateway.relist_seconds, 0.0);
-        assert!(c.gateway.allows("memory/create_entities"));
-        assert!(c.gateway.allows("fs/write_file"));
-        assert!(!c.gateway.allows("fs/move_file"));
+        assert_eq!(
+            c.gateway.allow_entry("memory/create_entities"),
+            Some("memory")
+        );
+        assert_eq!(
+            c.gateway.allow_entry("fs/write_file"),
+            Some("fs/write_file")
+        );
+        assert_eq!(c.gateway.allow_entry("fs/move_file"), None);
         let e = err("[gateway]\nrelist-seconds = -1\n");
         assert_eq!(e.key.as_deref(), Some("gateway.relist-seconds"), "{e}");
         assert_eq!(e.line, Some(2));

@@ -97,14 +97,6 @@ pub enum UpstreamError {
     /// The server did not finish within the timeout.
     #[error("no answer within {} s", .0.as_secs_f64())]
     Timeout(Duration),
-    /// Any of the above, with the end of the server's stderr.
-    #[error("{error}\n  its stderr ended with:\n    {}", tail.lines().collect::<Vec<_>>().join("\n    "))]
-    WithStderr {
-        /// What went wrong.
-        error: Box<UpstreamError>,
-        /// The last lines of the server's stderr.
-        tail: String,
-    },
 }
 
 /// A configured server: its name (the namespace of its tools), how to reach

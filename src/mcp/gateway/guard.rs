@@ -14,24 +14,25 @@ const MAX_ARGUMENT_ERRORS: usize = 5;
 /// the model reads as words; the output guard skips them.
 const BINARY_KEYS: &[&str] = &["data", "blob"];
 
-/// Checks `arguments` against `schema` (a tool's `inputSchema`). `Ok` when
-/// they conform, or when the schema itself does not compile (the server
-/// then judges; the failure is logged); otherwise each error with where it is.
-pub fn check_arguments(
-    tool_id: &str,
-    schema: &Value,
-    arguments: &Value,
-) -> Result<(), Vec<String>> {
-    let validator = match jsonschema::validator_for(schema) {
-        Ok(v) => v,
-        Err(e) => {
+/// A tool's `inputSchema`, compiled. `None` when it does not compile (the
+/// failure is logged): the server then judges the arguments itself.
+pub fn compile(tool_id: &str, schema: &Value) -> Option<jsonschema::Validator> {
+    jsonschema::validator_for(schema)
+        .inspect_err(|e| {
             tracing::warn!(
                 tool = tool_id,
                 "the input schema does not compile, arguments not checked: {e}"
-            );
-            return Ok(());
-        }
-    };
+            )
+        })
+        .ok()
+}
+
+/// Checks `arguments` against a tool's compiled input schema: `Ok` when they
+/// conform, otherwise each error (at most five) with where it is.
+pub fn check_arguments(
+    validator: &jsonschema::Validator,
+    arguments: &Value,
+) -> Result<(), Vec<String>> {
     let errors: Vec<String> = validator
         .iter_errors(arguments)
         .take(MAX_ARGUMENT_ERRORS)
@@ -154,13 +155,14 @@ mod tests {
     fn arguments_are_checked_against_the_schema_with_the_place_of_each_error() {
         let schema = json!({"type": "object", "properties": {"a": {"type": "number"}},
             "required": ["a"], "additionalProperties": false});
-        assert!(check_arguments("m/add", &schema, &json!({"a": 1})).is_ok());
-        let e = check_arguments("m/add", &schema, &json!({"a": "one"})).unwrap_err();
+        let v = compile("m/add", &schema).unwrap();
+        assert!(check_arguments(&v, &json!({"a": 1})).is_ok());
+        let e = check_arguments(&v, &json!({"a": "one"})).unwrap_err();
         assert!(e[0].starts_with("at `/a`:"), "{e:?}");
-        let e = check_arguments("m/add", &schema, &json!({})).unwrap_err();
+        let e = check_arguments(&v, &json!({})).unwrap_err();
         assert!(e[0].contains("\"a\" is a required property"), "{e:?}");
         // A schema that does not compile leaves the judgement to the server.
-        assert!(check_arguments("m/x", &json!({"type": 3}), &json!({})).is_ok());
+        assert!(compile("m/x", &json!({"type": 3})).is_none());
     }
 
     #[test]

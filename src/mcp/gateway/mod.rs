@@ -39,9 +39,8 @@ mod server;
 
 pub use server::{CallToolArgs, GatewayServer};
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -59,7 +58,7 @@ use tokio::sync::mpsc;
 use self::audit::{AuditLog, AuditRecord};
 use self::pins::{PinCheck, PinLock};
 use super::upstream::{
-    McpConfig, ServerConfig, ServerTools, StderrTail, UpstreamError, UpstreamSession,
+    McpConfig, ServerConfig, ServerFailure, ServerTools, StderrTail, UpstreamError, UpstreamSession,
 };
 use crate::config::GatewayConfig;
 use crate::embed::Embedder;
@@ -218,6 +217,9 @@ struct Entry {
     /// The MCP `Tool` JSON as listed.
     raw: Value,
     quarantine: Vec<Quarantine>,
+    /// The input schema, compiled at the tool's first call and kept for the
+    /// next ones (`None` inside: it does not compile).
+    validator: std::sync::OnceLock<Option<Arc<jsonschema::Validator>>>,
 }
 
 /// Every listed upstream tool, quarantined or not, by id.
@@ -238,7 +240,6 @@ struct Upstream {
     config: ServerConfig,
     session: tokio::sync::Mutex<Option<UpstreamSession>>,
     listing: std::sync::Mutex<Option<Listing>>,
-    restarts: AtomicU64,
     /// When to try starting it again after a failure, and the wait after that.
     retry: std::sync::Mutex<(Instant, Duration)>,
 }
@@ -301,7 +302,6 @@ pub struct Gateway {
     audit: AuditLog,
     changes: mpsc::UnboundedSender<String>,
     sync_lock: tokio::sync::Mutex<()>,
-    syncs: AtomicU64,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -342,7 +342,6 @@ impl Gateway {
                         config: s.clone(),
                         session: tokio::sync::Mutex::new(None),
                         listing: std::sync::Mutex::new(None),
-                        restarts: AtomicU64::new(0),
                         retry: std::sync::Mutex::new((Instant::now(), Duration::from_secs(1))),
                     }),
                 )
@@ -358,7 +357,6 @@ impl Gateway {
             audit,
             changes: tx,
             sync_lock: tokio::sync::Mutex::new(()),
-            syncs: AtomicU64::new(0),
         });
         let names: Vec<String> = gateway.upstreams.keys().cloned().collect();
         let listed = futures::future::join_all(names.iter().map(|n| gateway.list_server(n))).await;
@@ -398,18 +396,6 @@ impl Gateway {
         &self.opts.pinned
     }
 
-    /// The audit log's path.
-    pub fn audit_path(&self) -> &std::path::Path {
-        self.audit.path()
-    }
-
-    /// How many times the server `name` was restarted after it died.
-    pub fn restarts(&self, name: &str) -> u64 {
-        self.upstreams
-            .get(name)
-            .map_or(0, |u| u.restarts.load(Ordering::Relaxed))
-    }
-
     /// The servers that could not be listed (by name), each reported in
     /// the log when it failed.
     pub fn failed_servers(&self) -> Vec<String> {
@@ -417,25 +403,6 @@ impl Gateway {
             .values()
             .filter(|u| u.listing().is_none())
             .map(|u| u.config.name.clone())
-            .collect()
-    }
-
-    /// How many resyncs have finished.
-    pub fn syncs(&self) -> u64 {
-        self.syncs.load(Ordering::Relaxed)
-    }
-
-    /// Every quarantined tool, by id, with its reasons.
-    pub fn quarantined(&self) -> Vec<QuarantinedTool> {
-        self.catalog
-            .load()
-            .entries
-            .values()
-            .filter(|e| !e.quarantine.is_empty())
-            .map(|e| QuarantinedTool {
-                id: e.def.id.clone(),
-                reasons: e.quarantine.clone(),
-            })
             .collect()
     }
 
@@ -493,8 +460,10 @@ impl Gateway {
         let timeout = self.opts.connect_timeout;
         let work = async {
             let peer = self.peer_of(up).await?;
-            let tools = super::upstream::list_tools_of(&peer).await?;
-            Ok::<_, UpstreamError>((tools, peer.peer_info().and_then(|i| i.server_info.clone())))
+            match super::upstream::list_tools_of(&peer).await {
+                Ok(tools) => Ok((tools, peer.peer_info().and_then(|i| i.server_info.clone()))),
+                Err(e) => Err(Box::new(self.failure(up, e).await)),
+            }
         };
         match tokio::time::timeout(timeout, work).await {
             Ok(Ok((tools, server_info))) => {
@@ -502,13 +471,13 @@ impl Gateway {
                     Some(Listing { tools, server_info });
                 true
             }
-            Ok(Err(e)) => {
-                tracing::error!("{}", self.failure(up, e.to_string()).await);
+            Ok(Err(failure)) => {
+                tracing::error!("{failure}");
                 false
             }
             Err(_) => {
-                let e = UpstreamError::Timeout(timeout);
-                tracing::error!("{}", self.failure(up, e.to_string()).await);
+                let failure = self.failure(up, UpstreamError::Timeout(timeout)).await;
+                tracing::error!("{failure}");
                 // A server that hangs is dropped, so the next use restarts it.
                 if let Some(s) = up.session.lock().await.take() {
                     s.close().await;
@@ -518,28 +487,24 @@ impl Gateway {
         }
     }
 
-    async fn failure(&self, up: &Upstream, error: String) -> String {
-        let tail = match up.session.lock().await.as_ref() {
+    /// `error` of `up`, with the end of its current session's stderr.
+    async fn failure(&self, up: &Upstream, error: UpstreamError) -> ServerFailure {
+        let stderr = match up.session.lock().await.as_ref() {
             Some(s) => s.stderr_tail(),
             None => String::new(),
         };
-        let mut text = format!(
-            "server `{}` ({}): {error}",
-            up.config.name, up.config.location
-        );
-        if !tail.is_empty() {
-            text.push_str("\n  its stderr ended with:");
-            for line in tail.lines() {
-                text.push_str("\n    ");
-                text.push_str(line);
-            }
+        ServerFailure {
+            server: up.config.clone(),
+            error,
+            stderr,
         }
-        text
     }
 
     /// The session's peer of `up`, starting the server (again) when it has
     /// no session or its session ended.
-    async fn peer_of(&self, up: &Upstream) -> Result<Peer<RoleClient>, UpstreamError> {
+    /// A server that cannot be started is a [`ServerFailure`] with the end of
+    /// the new process's stderr.
+    async fn peer_of(&self, up: &Upstream) -> Result<Peer<RoleClient>, Box<ServerFailure>> {
         let mut session = up.session.lock().await;
         if let Some(s) = session.as_ref() {
             if !s.is_closed() {
@@ -570,7 +535,6 @@ impl Gateway {
                 let peer = s.peer().clone();
                 *session = Some(s);
                 if was_running {
-                    up.restarts.fetch_add(1, Ordering::Relaxed);
                     // A restarted server may list other tools.
                     let _ = self.changes.send(up.config.name.clone());
                 }
@@ -582,15 +546,11 @@ impl Gateway {
                     let wait = retry.1;
                     *retry = (Instant::now() + wait, (wait * 2).min(MAX_BACKOFF));
                 }
-                let tail = stderr.settle(Duration::from_millis(300)).await;
-                Err(if tail.is_empty() {
-                    e
-                } else {
-                    UpstreamError::WithStderr {
-                        error: Box::new(e),
-                        tail,
-                    }
-                })
+                Err(Box::new(ServerFailure {
+                    server: up.config.clone(),
+                    error: e,
+                    stderr: stderr.settle(Duration::from_millis(300)).await,
+                }))
             }
         }
     }
@@ -616,13 +576,15 @@ impl Gateway {
                     e.message
                 );
             }
+            let by_name: HashMap<&str, &Value> = listing
+                .tools
+                .iter()
+                .filter_map(|t| Some((t.get("name")?.as_str()?, t)))
+                .collect();
             for mut def in normalised {
-                let raw = listing
-                    .tools
-                    .iter()
-                    .find(|t| t.get("name").and_then(Value::as_str) == Some(def.name.as_str()))
-                    .cloned()
-                    .unwrap_or(Value::Null);
+                let raw = by_name
+                    .get(def.name.as_str())
+                    .map_or(Value::Null, |t| (*t).clone());
                 // Cards show no path of the machine serving them.
                 def.source.location.file = PathBuf::from(format!("{}.json", up.config.name));
                 defs.push((def, raw));
@@ -650,6 +612,7 @@ impl Gateway {
                 def,
                 raw,
                 quarantine,
+                validator: std::sync::OnceLock::new(),
             });
         }
         (catalog, new)
@@ -706,7 +669,6 @@ impl Gateway {
                 }
             }
         }
-        self.syncs.fetch_add(1, Ordering::Relaxed);
         if !report.is_quiet() {
             tracing::info!(
                 added = ?report.added,
@@ -878,8 +840,8 @@ impl Gateway {
                 Err(_) => false, // in use: whoever holds it restarts it if needed
             };
             if due && dead {
-                if let Err(e) = self.peer_of(up).await {
-                    tracing::error!("{}", self.failure(up, e.to_string()).await);
+                if let Err(failure) = self.peer_of(up).await {
+                    tracing::error!("{failure}");
                 }
             }
         }
@@ -936,7 +898,13 @@ impl Gateway {
             let message = quarantine_message(&id, &entry.quarantine, self.lock_hint(&id));
             return self.refuse(&id, &args, "refused", "gateway: quarantine", message);
         }
-        if let Err(errors) = guard::check_arguments(&id, &entry.def.input_schema, &args) {
+        let validator = entry
+            .validator
+            .get_or_init(|| guard::compile(&id, &entry.def.input_schema).map(Arc::new));
+        if let Some(Err(errors)) = validator
+            .as_deref()
+            .map(|v| guard::check_arguments(v, &args))
+        {
             let message = format!(
                 "the arguments do not match the input schema of `{id}`: {}. Read the schema with \
                  get_tool and call again.",
@@ -953,25 +921,22 @@ impl Gateway {
 
         // Approval.
         let reasons = crate::gate::approval_reasons(&entry.def);
-        let (decision, decided_by, why) =
-            if reasons.is_empty() {
-                (
-                    "allowed",
-                    "annotations: no approval needed".to_string(),
-                    None,
-                )
-            } else if let Some(a) = self.opts.settings.allow.iter().find(|a| {
-                a.as_str() == id || Some(a.as_str()) == id.split_once('/').map(|(s, _)| s)
-            }) {
-                ("allowed", format!("allow-list: {a}"), None)
-            } else {
-                let why = reasons
-                    .iter()
-                    .map(|r| r.describe())
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                self.ask(client, &entry.def, &args, &why).await
-            };
+        let (decision, decided_by, why) = if reasons.is_empty() {
+            (
+                "allowed",
+                "annotations: no approval needed".to_string(),
+                None,
+            )
+        } else if let Some(a) = self.opts.settings.allow_entry(&id) {
+            ("allowed", format!("allow-list: {a}"), None)
+        } else {
+            let why = reasons
+                .iter()
+                .map(|r| r.describe())
+                .collect::<Vec<_>>()
+                .join(", ");
+            self.ask(client, &entry.def, &args, &why).await
+        };
         let mut record = AuditRecord::new("decision", &id, &args, decision, decided_by.clone());
         if let Some(w) = &why {
             record = record.because(w.clone());
@@ -1156,8 +1121,12 @@ impl Gateway {
         args: &Value,
     ) -> Result<CallToolResult, String> {
         let server = &up.config.name;
-        let peer = self.peer_of(up).await.map_err(|e| {
-            format!("the server `{server}` is not running and cannot be started: {e}")
+        let peer = self.peer_of(up).await.map_err(|failure| {
+            tracing::error!("{failure}");
+            format!(
+                "the server `{server}` is not running and cannot be started: {}",
+                failure.error
+            )
         })?;
         let mut params = CallToolRequestParams::new(name.to_string());
         params.arguments = args.as_object().cloned();
