@@ -15,7 +15,7 @@ use toolrag::mcp::McpServer;
 use toolrag::serve::RELOAD_POLL;
 
 use super::model::Need;
-use super::{Config, ModelArgs};
+use super::{plural, Config, ModelArgs};
 
 /// Serve the index to MCP clients over stdio, or be a gateway in front of
 /// your MCP servers (JSON-RPC, protocol 2025-06-18 and newer).
@@ -171,9 +171,6 @@ fn gateway(args: McpArgs, config: Config, upstream: PathBuf) -> anyhow::Result<E
             for f in &failed {
                 println!("failed server {f}");
             }
-            let plural = |n: usize, one: &str, many: &str| {
-                format!("{n} {}", if n == 1 { one } else { many })
-            };
             println!(
                 "{} quarantined, {} failed",
                 plural(quarantined.len(), "tool", "tools"),
