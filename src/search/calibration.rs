@@ -23,6 +23,16 @@
 //!   share above [`AGREEMENT`] (better than the median unrelated request),
 //!   the search never abstains.
 //!
+//! The dense side's share also corrects for **hubs** (as CSLS does for
+//! nearest neighbours across embedding spaces): some tools sit close to
+//! almost any request ("add observations", "convert time") and win unrelated
+//! requests with fair cosines. A tool's hubness is the mean of its [`HUB_K`]
+//! highest cosines to the calibration requests, and a request's dense
+//! evidence is its best cosine *above the tool's hubness*, ranked against
+//! the calibration requests' own (each measured with hubness computed
+//! without it). Only the confidence and the agreement use it; the ranking
+//! does not change.
+//!
 //! [`NOISE`] and the default `abstain-below` were chosen by
 //! leave-one-dataset-out over every labelled set (`scripts/lodo`,
 //! BENCHMARKS.md "Held-out sets"). What a build measured is kept in the
@@ -57,6 +67,16 @@ pub const NOISE: f32 = 0.0;
 /// search never to abstain: better than the median unrelated request.
 pub const AGREEMENT: f32 = 0.5;
 
+/// How many of a tool's highest cosines to the calibration requests make
+/// its hubness: CSLS's customary neighbourhood, not tuned here (5, 20 and 30
+/// gave within 0.02 of abstain recall on the held-out sets).
+pub const HUB_K: usize = 10;
+
+/// How deep each calibration request's dense list is read to measure
+/// hubness: the searcher's default depth, so a request's list and the
+/// calibration's are alike.
+pub const HUB_DEPTH: usize = 50;
+
 /// The calibration requests, trimmed, without blank lines.
 pub fn requests() -> impl Iterator<Item = &'static str> {
     REQUESTS.lines().map(str::trim).filter(|l| !l.is_empty())
@@ -72,6 +92,16 @@ pub struct Calibration {
     /// Per calibration request, each retriever's best raw score, in the
     /// order of `retrievers`; `None` where it found nothing.
     pub tops: Vec<Vec<Option<f32>>>,
+    /// Each tool's hubness, by ordinal: the mean of its [`HUB_K`] highest
+    /// cosines among the calibration requests' dense lists (0 for a tool in
+    /// none of them). Empty for a lexical index, or one built before
+    /// hubness was measured: its dense share is then the plain one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hubness: Vec<f32>,
+    /// Per calibration request, its best cosine above the hubness of the
+    /// tool, each tool's hubness measured without that request.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hub_tops: Vec<f32>,
 }
 
 /// The manifest's summary of a generation's calibration.
@@ -125,14 +155,50 @@ impl Calibration {
 #[derive(Debug, Clone, Default)]
 pub struct Calibrator {
     tops: HashMap<String, Vec<f32>>,
+    hubness: Vec<f32>,
+    /// The calibration requests' hub-corrected bests, ascending.
+    hub_tops: Vec<f32>,
 }
 
 impl Calibrator {
     /// Prepares `calibration` for searching.
     pub fn new(calibration: &Calibration) -> Calibrator {
+        let mut hub_tops = calibration.hub_tops.clone();
+        hub_tops.sort_by(f32::total_cmp);
+        let hubs = !hub_tops.is_empty() && !calibration.hubness.is_empty();
         Calibrator {
             tops: calibration.sorted_tops(),
+            hubness: if hubs {
+                calibration.hubness.clone()
+            } else {
+                Vec::new()
+            },
+            hub_tops: if hubs { hub_tops } else { Vec::new() },
         }
+    }
+
+    /// Whether the dense share corrects for hubs (the index measured them).
+    pub fn corrects_hubs(&self) -> bool {
+        !self.hub_tops.is_empty()
+    }
+
+    /// The share of a request on retriever `id`'s `list` (best first): for
+    /// the dense retriever of an index that measured hubness, the share of
+    /// calibration requests whose best cosine above the tool's hubness is
+    /// below this list's; otherwise the share of its best score
+    /// ([`Calibrator::share`]). `None` for an empty list or a retriever the
+    /// calibration did not measure.
+    pub fn list_share(&self, id: &str, list: &[(u32, f32)]) -> Option<f32> {
+        let best = list.first()?;
+        if id == dense::ID && self.corrects_hubs() {
+            let above = list
+                .iter()
+                .map(|&(o, s)| s - self.hubness.get(o as usize).copied().unwrap_or(0.0))
+                .fold(f32::MIN, f32::max);
+            let n = self.hub_tops.len();
+            return Some(self.hub_tops.partition_point(|&t| t < above) as f32 / n as f32);
+        }
+        self.share(id, best.1)
     }
 
     /// Whether retriever `id` was calibrated.
@@ -168,12 +234,12 @@ pub fn measure(
 ) -> Result<Calibration> {
     let mut out = Calibration {
         retrievers: vec![lexical::ID.to_string()],
-        tops: Vec::new(),
+        ..Calibration::default()
     };
     if dense.is_some() {
         out.retrievers.push(dense::ID.to_string());
     }
-    let round = |x: f32| (x * 1e4).round() / 1e4;
+    let mut dense_lists = Vec::new();
     for (i, q) in requests().enumerate() {
         let mut tops = vec![lexical.retrieve(q, 1, None)?.first().map(|x| round(x.1))];
         if let Some(d) = dense {
@@ -182,16 +248,72 @@ pub fn measure(
                     v.get(i).ok_or_else(|| {
                         Error::Embed("a calibration request has no vector".into())
                     })?,
-                    1,
+                    HUB_DEPTH,
                     None,
                 ),
-                None => d.retrieve(q, 1, None)?,
+                None => d.retrieve(q, HUB_DEPTH, None)?,
             };
             tops.push(list.first().map(|x| round(x.1)));
+            dense_lists.push(list);
         }
         out.tops.push(tops);
     }
+    if dense.is_some() {
+        (out.hubness, out.hub_tops) = hubs(&dense_lists);
+    }
     Ok(out)
+}
+
+fn round(x: f32) -> f32 {
+    (x * 1e4).round() / 1e4
+}
+
+/// Each tool's hubness and each calibration request's best cosine above it
+/// (with hubness measured without that request), from the calibration
+/// requests' dense lists.
+fn hubs(lists: &[Vec<(u32, f32)>]) -> (Vec<f32>, Vec<f32>) {
+    let tools = lists
+        .iter()
+        .flatten()
+        .map(|&(o, _)| o as usize + 1)
+        .max()
+        .unwrap_or(0);
+    // Per tool, (cosine, request) for every list it is in, highest first.
+    let mut seen: Vec<Vec<(f32, usize)>> = vec![Vec::new(); tools];
+    for (i, list) in lists.iter().enumerate() {
+        for &(o, s) in list {
+            seen[o as usize].push((s, i));
+        }
+    }
+    for v in &mut seen {
+        v.sort_by(|a, b| b.0.total_cmp(&a.0));
+    }
+    let hub = |o: usize, without: Option<usize>| -> f32 {
+        let top: Vec<f32> = seen[o]
+            .iter()
+            .filter(|(_, i)| Some(*i) != without)
+            .take(HUB_K)
+            .map(|x| x.0)
+            .collect();
+        if top.is_empty() {
+            0.0
+        } else {
+            top.iter().sum::<f32>() / top.len() as f32
+        }
+    };
+    let hubness: Vec<f32> = (0..tools).map(|o| round(hub(o, None))).collect();
+    let tops = lists
+        .iter()
+        .enumerate()
+        .map(|(i, list)| {
+            let best = list
+                .iter()
+                .map(|&(o, s)| s - hub(o as usize, Some(i)))
+                .fold(f32::MIN, f32::max);
+            round(if list.is_empty() { -1.0 } else { best })
+        })
+        .collect();
+    (hubness, tops)
 }
 
 /// Embeds every calibration request as the dense retriever embeds a query:
@@ -238,7 +360,60 @@ mod tests {
                 vec![None, Some(0.25)],
                 vec![Some(1.0), Some(0.20)],
             ],
+            ..Calibration::default()
         }
+    }
+
+    /// Calibration lists where tool 0 is a hub (every unrelated request's
+    /// first, at 0.5) and tool 1 is near none of them (0.1).
+    fn hub_lists() -> Vec<Vec<(u32, f32)>> {
+        (0..20)
+            .map(|i| vec![(0, 0.5 + i as f32 * 0.001), (1, 0.1)])
+            .collect()
+    }
+
+    #[test]
+    fn hubness_is_the_mean_of_a_tools_highest_calibration_cosines() {
+        let (hubness, tops) = hubs(&hub_lists());
+        assert_eq!(hubness.len(), 2);
+        // tool 0: its 10 highest, 0.519 down to 0.510
+        assert!((hubness[0] - 0.5145).abs() < 1e-3, "{hubness:?}");
+        assert!((hubness[1] - 0.1).abs() < 1e-6);
+        // each request's best above the hubness measured without it: near 0
+        assert_eq!(tops.len(), 20);
+        assert!(tops.iter().all(|t| t.abs() < 0.02), "{tops:?}");
+    }
+
+    #[test]
+    fn a_hubs_cosine_is_weaker_evidence_than_the_same_cosine_elsewhere() {
+        let (hubness, hub_tops) = hubs(&hub_lists());
+        let c = Calibrator::new(&Calibration {
+            retrievers: vec!["lexical".into(), "dense".into()],
+            tops: (0..20).map(|_| vec![None, Some(0.5)]).collect(),
+            hubness,
+            hub_tops,
+        });
+        assert!(c.corrects_hubs());
+        // 0.51 on the hub is what unrelated requests score there ...
+        let on_hub = c.list_share("dense", &[(0, 0.51), (1, 0.05)]).unwrap();
+        // ... while 0.51 on a tool no unrelated request comes near stands out.
+        let elsewhere = c.list_share("dense", &[(1, 0.51), (0, 0.30)]).unwrap();
+        assert!(on_hub < 0.5, "{on_hub}");
+        assert_eq!(elsewhere, 1.0);
+        // The plain share of both is the same: above every calibration top.
+        assert_eq!(c.share("dense", 0.51), Some(1.0));
+    }
+
+    #[test]
+    fn an_index_without_hubness_keeps_the_plain_share() {
+        let c = Calibrator::new(&cal());
+        assert!(!c.corrects_hubs());
+        assert_eq!(c.list_share("dense", &[(3, 0.3)]), c.share("dense", 0.3));
+        assert_eq!(c.list_share("dense", &[]), None);
+        // and an older calibration file, without the new fields, still reads
+        let old = r#"{"retrievers":["lexical"],"tops":[[1.0]]}"#;
+        let parsed: Calibration = serde_json::from_str(old).unwrap();
+        assert!(parsed.hubness.is_empty() && parsed.hub_tops.is_empty());
     }
 
     #[test]
