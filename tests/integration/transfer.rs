@@ -6,7 +6,8 @@
 //! calibration the build measured is stored and used.
 //!
 //! These show mechanisms on the published model's cosines (`--model minilm`,
-//! with the settings the protocol chose for it).
+//! with the settings the protocol chose for it), except the hub test, which
+//! uses the default model as a user gets it.
 
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
@@ -15,7 +16,7 @@ use toolrag::index::{build, current_generation, BuildModel, BuildOptions, Manife
 use toolrag::registry::{LoadOptions, Registry};
 use toolrag::search::{calibration, Decision, Fusion, SearchConfig, SearchRequest, Searcher};
 
-use crate::common::{fixture, published_config, published_embedder};
+use crate::common::{embedder, fixture, published_config, published_embedder};
 use crate::server::harness::copy_dir;
 
 /// One index of the reference servers for every test here.
@@ -169,4 +170,55 @@ fn the_build_stores_its_calibration_and_an_old_index_is_measured_on_open() {
         assert_eq!(a.decision, b.decision, "{q}");
         assert!((a.confidence - b.confidence).abs() < 0.02, "{q}");
     }
+}
+
+#[test]
+fn a_fair_cosine_on_a_hub_tool_is_not_evidence() {
+    // time/convert_time sits near many everyday requests: the calibration
+    // requests' own best cosines on it are about as high as this one's. A
+    // weather request lands on it with a cosine that beats most calibration
+    // requests' bests, so the plain share called it evidence; above the
+    // tool's hubness it beats few of them.
+    let dir = tempfile::tempdir().unwrap();
+    let reg = Registry::load(&[fixture("mcp-reference")], &LoadOptions::default()).unwrap();
+    build(
+        reg,
+        Some(BuildModel::Loaded(embedder())),
+        &BuildOptions::new(dir.path()),
+        &|_| {},
+    )
+    .unwrap();
+    let e: Arc<dyn toolrag::embed::Embedder> = Arc::new(crate::common::fresh_embedder());
+    let s = Searcher::open(dir.path(), Some(e), SearchConfig::default()).unwrap();
+    let q = "what's the weather forecast for Lisbon this weekend?";
+    let r = s.search(&SearchRequest::new(q)).unwrap();
+    let dense = s
+        .search(&SearchRequest {
+            mode: toolrag::search::Mode::Dense,
+            ..SearchRequest::new(q)
+        })
+        .unwrap();
+    assert_eq!(dense.hits[0].id, "time/convert_time", "{:?}", dense.hits);
+    let cosine = dense.hits[0].retrievers.score("dense").unwrap();
+
+    let stored = calibration::read(&current_generation(dir.path()).unwrap())
+        .unwrap()
+        .unwrap();
+    assert!(!stored.hubness.is_empty() && !stored.hub_tops.is_empty());
+    let mut plain = stored.clone();
+    plain.hubness.clear();
+    plain.hub_tops.clear();
+    let plain_share = calibration::Calibrator::new(&plain)
+        .share("dense", cosine)
+        .unwrap();
+    assert!(
+        plain_share > 0.8,
+        "plain dense share {plain_share}: the request no longer looks like evidence without the correction"
+    );
+    assert_eq!(r.decision, Decision::Abstain, "{:?}", r.hits);
+    assert!(
+        r.confidence < SearchConfig::default().abstain_below,
+        "{}",
+        r.confidence
+    );
 }
