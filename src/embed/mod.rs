@@ -3,7 +3,8 @@
 //!
 //! The model is looked for in `--model-dir`, then `TOOLRAG_MODEL_DIR`, then
 //! `./models` (see [`ModelDir::locate`]). The ONNX Runtime library is loaded
-//! dynamically: from `ORT_DYLIB_PATH` when set, otherwise from the model folder.
+//! dynamically: from `ORT_DYLIB_PATH` when set, otherwise from the model folder
+//! or its parent, otherwise from `TOOLRAG_MODEL_DIR` or `./models`.
 
 mod fast;
 mod model_dir;

@@ -264,7 +264,10 @@ impl ModelDir {
     }
 
     /// The ONNX Runtime library to load: `$ORT_DYLIB_PATH` when set, otherwise a
-    /// `libonnxruntime.so*` in the model folder or its parent.
+    /// `libonnxruntime.so*` in the model folder or its parent, otherwise the
+    /// one `scripts/fetch-model` put in `$TOOLRAG_MODEL_DIR` or `./models` (the
+    /// runtime does not depend on the model, so a folder model of one's own,
+    /// such as a `scripts/train-model` output, needs no copy of it).
     pub fn ort_library(&self) -> Option<PathBuf> {
         if let Some(p) = std::env::var_os("ORT_DYLIB_PATH").filter(|v| !v.is_empty()) {
             return Some(PathBuf::from(p));
@@ -273,6 +276,10 @@ impl ModelDir {
         if let Some(parent) = self.dir.parent() {
             dirs.push(parent.to_path_buf());
         }
+        if let Some(env) = std::env::var_os(MODEL_DIR_ENV).filter(|v| !v.is_empty()) {
+            dirs.push(PathBuf::from(env));
+        }
+        dirs.push(PathBuf::from("models"));
         for d in dirs {
             let Ok(rd) = std::fs::read_dir(&d) else {
                 continue;
