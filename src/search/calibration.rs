@@ -164,17 +164,18 @@ pub struct Calibrator {
 impl Calibrator {
     /// Prepares `calibration` for searching.
     pub fn new(calibration: &Calibration) -> Calibrator {
-        let mut hub_tops = calibration.hub_tops.clone();
+        // Both or neither: an index measures the two together.
+        let (hubness, mut hub_tops) =
+            if calibration.hubness.is_empty() || calibration.hub_tops.is_empty() {
+                (Vec::new(), Vec::new())
+            } else {
+                (calibration.hubness.clone(), calibration.hub_tops.clone())
+            };
         hub_tops.sort_by(f32::total_cmp);
-        let hubs = !hub_tops.is_empty() && !calibration.hubness.is_empty();
         Calibrator {
             tops: calibration.sorted_tops(),
-            hubness: if hubs {
-                calibration.hubness.clone()
-            } else {
-                Vec::new()
-            },
-            hub_tops: if hubs { hub_tops } else { Vec::new() },
+            hubness,
+            hub_tops,
         }
     }
 
@@ -290,16 +291,15 @@ fn hubs(lists: &[Vec<(u32, f32)>]) -> (Vec<f32>, Vec<f32>) {
         v.sort_by(|a, b| b.0.total_cmp(&a.0));
     }
     let hub = |o: usize, without: Option<usize>| -> f32 {
-        let top: Vec<f32> = seen[o]
+        let (sum, n) = seen[o]
             .iter()
             .filter(|(_, i)| Some(*i) != without)
             .take(HUB_K)
-            .map(|x| x.0)
-            .collect();
-        if top.is_empty() {
+            .fold((0f32, 0usize), |(sum, n), x| (sum + x.0, n + 1));
+        if n == 0 {
             0.0
         } else {
-            top.iter().sum::<f32>() / top.len() as f32
+            sum / n as f32
         }
     };
     let hubness: Vec<f32> = (0..tools).map(|o| round(hub(o, None))).collect();

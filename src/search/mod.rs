@@ -75,8 +75,8 @@ pub struct SearchConfig {
 
 /// The default `abstain-below`, chosen by leave-one-dataset-out for the
 /// default model with the hub-corrected dense share (folds chose 0.76 to
-/// 0.82; 0.78 on every set). The
-/// published model (`--model minilm`) wants 0.70.
+/// 0.82; 0.78 on every set). The published model (`--model minilm`) wants
+/// 0.70.
 pub const DEFAULT_ABSTAIN_BELOW: f32 = 0.78;
 
 impl Default for SearchConfig {
@@ -417,14 +417,15 @@ impl Searcher {
     /// many unrelated calibration requests score below this request's best),
     /// mixed with the fusion's weights; one retriever's share in a
     /// single-retriever mode. Retrievers the calibration did not measure
-    /// are left out.
-    fn confidence(&self, lists: &[Retrieved<'_>]) -> f32 {
+    /// are left out. `shares` holds each list's share, in the order of
+    /// `lists` ([`Calibrator::list_share`]).
+    fn confidence(&self, lists: &[Retrieved<'_>], shares: &[Option<f32>]) -> f32 {
         // The fusion's weights; RRF has none, and mixes evenly.
         let mix = Fusion::Weighted {
             dense_weight: self.config.fusion.calibration_weight(),
         };
         let (mut sum, mut weights) = (0f32, 0f32);
-        for (r, list) in lists {
+        for ((r, _), share) in lists.iter().zip(shares) {
             if !self.calibrator.knows(r.id()) {
                 continue;
             }
@@ -433,8 +434,7 @@ impl Searcher {
             } else {
                 r.weight(&mix)
             };
-            let share = self.calibrator.list_share(r.id(), list).unwrap_or(0.0);
-            sum += weight * share;
+            sum += weight * share.unwrap_or(0.0);
             weights += weight;
         }
         if weights > 0.0 {
@@ -509,7 +509,11 @@ impl Searcher {
                 Some("no tool in the index matches any word of the request".into()),
             );
         }
-        let confidence = self.confidence(lists);
+        let shares: Vec<Option<f32>> = lists
+            .iter()
+            .map(|(r, l)| self.calibrator.list_share(r.id(), l))
+            .collect();
+        let confidence = self.confidence(lists, &shares);
         if named {
             return (confidence, Decision::Navigate, None);
         }
@@ -518,8 +522,8 @@ impl Searcher {
         }
         let firsts: Vec<Option<u32>> = lists
             .iter()
-            .map(|(r, l)| {
-                let share = self.calibrator.list_share(r.id(), l);
+            .zip(&shares)
+            .map(|((_, l), share)| {
                 l.first()
                     .filter(|_| share.is_none_or(|s| s > calibration::AGREEMENT))
                     .map(|x| x.0)

@@ -16,7 +16,7 @@ use toolrag::index::{build, current_generation, BuildModel, BuildOptions, Manife
 use toolrag::registry::{LoadOptions, Registry};
 use toolrag::search::{calibration, Decision, Fusion, SearchConfig, SearchRequest, Searcher};
 
-use crate::common::{embedder, fixture, published_config, published_embedder};
+use crate::common::{embedder, fixture, fresh_embedder, published_config, published_embedder};
 use crate::server::harness::copy_dir;
 
 /// One index of the reference servers for every test here.
@@ -188,7 +188,7 @@ fn a_fair_cosine_on_a_hub_tool_is_not_evidence() {
         &|_| {},
     )
     .unwrap();
-    let e: Arc<dyn toolrag::embed::Embedder> = Arc::new(crate::common::fresh_embedder());
+    let e: Arc<dyn toolrag::embed::Embedder> = Arc::new(fresh_embedder());
     let s = Searcher::open(dir.path(), Some(e), SearchConfig::default()).unwrap();
     let q = "what's the weather forecast for Lisbon this weekend?";
     let r = s.search(&SearchRequest::new(q)).unwrap();
