@@ -24,16 +24,17 @@ from __future__ import annotations
 import argparse
 import importlib.machinery
 import importlib.util
-import json
 import re
-import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from train_model import ROOT, tool_texts  # noqa: E402  (the text toolrag embeds, one dump)
+
 SETS = ["golden", "mcp_dev", "mcp_ref", "mcp_pypi"]
-W, Q0, KEPT = 0.7, 0.25, 0.95
+W, Q0 = 0.7, 0.25
 STOP = set("a an the to of in on for and or with my me i you your please can could would this that it is "
            "are be by from at as do does what how which all any some into about show get".split())
 
@@ -109,7 +110,7 @@ def rows_of(lodo, lists: Path, name: str, tokens: Tokens | None, texts: dict) ->
         row = {"kind": "none" if q in s.none else "ans"}
         for key, share in (("shares", sl), ("bound", lodo.ecdf(bg[False], bound(r, False))),
                            ("bound+unknown", lodo.ecdf(bg[True], bound(r, True)))):
-            row[key] = ((1 - W) * share + W * sd, agree and share > 0.5 and sd > 0.5)
+            row[key] = ((1 - W) * share + W * sd, agree and share > lodo.AGREEMENT and sd > lodo.AGREEMENT)
         fused = lodo.calibrated(s.cal, r, W, Q0)
         row["coverage"] = tokens.coverage(q["query"], texts[s.tools[fused[0][0]]]) if tokens and fused else 0.0
         out.append(row)
@@ -128,14 +129,14 @@ def decide(rows, key, t, u):
     return k, na, ab, nn
 
 
-def held_out(data: dict, key: str, us: list[float]) -> dict:
+def held_out(lodo, data: dict, key: str, us: list[float]) -> dict:
     out = {}
     for held in data:
         best = None
         for t in np.arange(0, 1.0001, 0.01):
             for u in us:
                 tot = [sum(x) for x in zip(*(decide(data[n], key, t, u) for n in data if n != held))]
-                if tot[0] / tot[1] >= KEPT and (best is None or tot[2] / tot[3] > best[0]):
+                if tot[0] / tot[1] >= lodo.KEPT and (best is None or tot[2] / tot[3] > best[0]):
                     best = (tot[2] / tot[3], t, u)
         _, t, u = best
         k, na, ab, nn = decide(data[held], key, t, u)
@@ -153,21 +154,18 @@ def main() -> int:
     tokens = Tokens(args.model)
     data = {}
     for name in SETS:
-        out = subprocess.run([str(ROOT / "target" / "release" / "examples" / "tool_texts"),
-                              str(args.lists / "data" / name / "tools.jsonl")],
-                             check=True, capture_output=True, text=True).stdout
-        texts = {r["id"]: r["text"] for r in map(json.loads, out.splitlines()) if r}
+        texts = {i: t["text"] for i, t in tool_texts(args.lists / "data" / name / "tools.jsonl").items()}
         data[name] = rows_of(lodo, args.lists, name, tokens, texts)
     print("oracle (threshold on the set itself, exactly 95% kept): out-of-scope abstained")
     for name, rows in data.items():
         ans = sorted((1.0 if r["shares"][1] else 0.0) + r["shares"][0] for r in rows if r["kind"] == "ans")
-        t = ans[int(len(ans) * (1 - KEPT))]
+        t = ans[int(len(ans) * (1 - lodo.KEPT))]
         none = [(1.0 if r["shares"][1] else 0.0) + r["shares"][0] for r in rows if r["kind"] == "none"]
         print(f"  {name}: {np.mean([x < t for x in none]):.3f}")
     grid = [-1.0] + [round(x, 2) for x in np.arange(0.3, 0.95, 0.01)]
     for label, key, us in (("shares", "shares", [-1.0]), ("shares and token coverage", "shares", grid),
                            ("bound share", "bound", [-1.0]), ("bound share, unknown terms", "bound+unknown", [-1.0])):
-        res = held_out(data, key, us)
+        res = held_out(lodo, data, key, us)
         print(f"{label}: " + "  ".join(f"{n} {v['kept']:.3f}/{v['abstained']:.3f}"
                                          + (f" (floor {v['coverage_floor']})" if v["coverage_floor"] is not None else "")
                                          for n, v in res.items()))
