@@ -2,7 +2,7 @@
 """Abstain probes: how far the calibrated shares can go, and two signals tried beside them.
 
   target/train-venv/bin/python scripts/abstain_probes.py [--lists target/lodo-minilm-tools]
-      [--model models/minilm-tools]
+      [--model models/minilm-tools] [--world [N ...] [--world-of-others]]
 
 Reads the lists that `scripts/lodo --model minilm-tools` leaves in target/lodo-minilm-tools (run
 it first) and, for the four real labelled sets (golden, mcp_dev, mcp_ref, mcp_pypi), prints:
@@ -15,6 +15,10 @@ it first) and, for the four real labelled sets (golden, mcp_dev, mcp_ref, mcp_py
   mean of the per-word max cosines); the lexical share of BM25 divided by the most the request's
   known terms could score; the same with unknown terms counted at the request's largest impact.
 
+With --world (and --world-of-others), only the world-margin probe: a request's best cosine to the
+registry minus its best cosine to a corpus of other tools, as a share of the registry's calibration
+requests, mixed into the confidence with a weight chosen held out (see World).
+
 The shares mirror scripts/lodo (imported, with its hub correction), dense weight 0.7 and noise
 quantile 0.25 (the shipped defaults). Research only: nothing here is used by toolrag. Needs numpy,
 onnxruntime and tokenizers (the venv of scripts/train-model has them). BENCHMARKS.md, "Abstain".
@@ -22,6 +26,7 @@ onnxruntime and tokenizers (the venv of scripts/train-model has them). BENCHMARK
 from __future__ import annotations
 
 import argparse
+import json
 import importlib.machinery
 import importlib.util
 import re
@@ -130,6 +135,9 @@ def decide(rows, key, t, u):
 
 
 def held_out(lodo, data: dict, key: str, us: list[float]) -> dict:
+    """Each set held out: the threshold `t` on the confidence in `key` and the floor `u` on the
+    rows' "coverage" (from `us`, whose first entry means no floor) that abstain on the most
+    out-of-scope requests of the other sets at 95% pooled kept; the held-out set's figures."""
     out = {}
     for held in data:
         best = None
@@ -140,17 +148,122 @@ def held_out(lodo, data: dict, key: str, us: list[float]) -> dict:
                     best = (tot[2] / tot[3], t, u)
         _, t, u = best
         k, na, ab, nn = decide(data[held], key, t, u)
-        out[held] = {"t": round(float(t), 2), "coverage_floor": None if u < 0 else round(float(u), 2),
+        out[held] = {"t": round(float(t), 2), "coverage_floor": None if u == us[0] else round(float(u), 2),
                      "kept": round(k / na, 3), "abstained": round(ab / nn, 3)}
     return out
+
+
+class World:
+    """The world-margin probe: a request's best cosine to the registry minus its best cosine to a
+    corpus of other tools (the tools of the four datasets of ../shared/data, which none of the four
+    real sets shares), put on a scale by the registry's own calibration requests (the share of
+    them whose margin is below the request's)."""
+
+    def __init__(self, model: Path, sample: int, seed: int = 42):
+        import random
+        from train_model import DATA, DATASETS, ort_embedder
+        self.embed = ort_embedder(model / "model.onnx", model / "tokenizer.json", 2)
+        texts = [t["text"] for ds in DATASETS for t in tool_texts(DATA / ds / "tools.jsonl").values()]
+        if sample and sample < len(texts):
+            texts = random.Random(seed).sample(texts, sample)
+        self.world = np.stack([self.embed(t) for t in texts])
+        cal = [line.strip() for line in open(ROOT / "src" / "search" / "background.txt") if line.strip()]
+        self.cal = np.stack([self.embed(c) for c in cal])
+
+        self.registries: dict[str, np.ndarray] = {}
+
+    def registry(self, lists: Path, name: str) -> np.ndarray:
+        if name not in self.registries:
+            texts = tool_texts(lists / "data" / name / "tools.jsonl")
+            self.registries[name] = np.stack([self.embed(t["text"]) for t in texts.values()])
+        return self.registries[name]
+
+    def shares(self, lists: Path, name: str, others: list[str]) -> dict[str, float]:
+        """{query id: world share} for the set's requests; the registries of `others` join the
+        world (never the set's own)."""
+        registry = self.registry(lists, name)
+        world = np.concatenate([self.world] + [self.registry(lists, o) for o in others if o != name])
+
+        def margins(vecs: np.ndarray) -> np.ndarray:
+            return (vecs @ registry.T).max(1) - (vecs @ world.T).max(1)
+
+        cal = np.sort(margins(self.cal))
+        qs = [json.loads(line) for line in open(lists / "data" / name / "queries.jsonl") if line.strip()]
+        m = margins(np.stack([self.embed(q["query"]) for q in qs]))
+        return {str(q["id"]): float(np.searchsorted(cal, x, side="left") / len(cal)) for q, x in zip(qs, m)}
+
+
+def world_held_out(lodo, data: dict) -> dict:
+    """Each set held out: the world share's weight in the confidence (0 to 0.9) and the threshold
+    chosen on the other three at 95% pooled kept, agreement still navigating."""
+    def counts(rows, w, t):
+        k = na = ab = nn = 0
+        for r in rows:
+            c, agree = r["shares"]
+            nav = agree or (1 - w) * c + w * r["world"] >= t
+            if r["kind"] == "ans":
+                na, k = na + 1, k + nav
+            else:
+                nn, ab = nn + 1, ab + (not nav)
+        return k, na, ab, nn
+    out = {}
+    for held in data:
+        best = None
+        for w in np.arange(0, 0.91, 0.1):
+            for t in np.arange(0, 1.0001, 0.01):
+                tot = [sum(x) for x in zip(*(counts(data[n], w, t) for n in data if n != held))]
+                if tot[0] / tot[1] >= lodo.KEPT and (best is None or tot[2] / tot[3] > best[0]):
+                    best = (tot[2] / tot[3], w, t)
+        _, w, t = best
+        k, na, ab, nn = counts(data[held], w, t)
+        out[held] = {"w": round(float(w), 1), "t": round(float(t), 2), "kept": round(k / na, 3),
+                     "abstained": round(ab / nn, 3)}
+    return out
+
+
+def auc(pos: list[float], neg: list[float]) -> float:
+    """ROC AUC: the chance an answerable request scores above an out-of-scope one (ties half)."""
+    p, n = np.array(pos)[:, None], np.array(neg)[None, :]
+    return float((p > n).mean() + 0.5 * (p == n).mean())
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lists", type=Path, default=ROOT / "target" / "lodo-minilm-tools")
     ap.add_argument("--model", type=Path, default=ROOT / "models" / "minilm-tools")
+    ap.add_argument("--world", type=int, nargs="*", metavar="N",
+                    help="only the world-margin probe, with the whole corpus of other tools (no N, "
+                         "or 0) or a seeded sample of N of them per run")
+    ap.add_argument("--world-of-others", action="store_true",
+                    help="with --world: the other real sets' registries join each held-out set's world")
     args = ap.parse_args()
     lodo = load_lodo()
+    if args.world is not None:
+        for n in args.world or [0]:
+            world = World(args.model, n)
+            data = {}
+            for name in SETS:
+                shares = world.shares(args.lists, name, SETS if args.world_of_others else [])
+                lset = lodo.LabelledSet(name, args.lists / "data" / name / "queries.jsonl",
+                                        args.lists / "lists" / f"{name}.jsonl",
+                                        args.lists / "lists" / f"{name}.background.jsonl")
+                rows = rows_of(lodo, args.lists, name, None, {})
+                for q, row in zip(lset.queries, rows):
+                    row["world"] = shares[str(q["id"])]
+                data[name] = rows
+            print(f"world of {len(world.world)} tools" + (", and the other real sets' registries"
+                                                        if args.world_of_others else ""))
+            for name, rows in data.items():
+                def pick(key):
+                    return ([r[key] if key == "world" else r[key][0] for r in rows if r["kind"] == "ans"],
+                            [r[key] if key == "world" else r[key][0] for r in rows if r["kind"] == "none"])
+                print(f"  {name}: AUC answerable over out-of-scope: shares {auc(*pick('shares')):.3f}, "
+                      f"world share {auc(*pick('world')):.3f}")
+            res = world_held_out(lodo, data)
+            print("  held out (kept/abstained, weight and threshold from the other three): "
+                  + "  ".join(f"{n} {v['kept']:.3f}/{v['abstained']:.3f} (w {v['w']}, t {v['t']})"
+                              for n, v in res.items()))
+        return 0
     tokens = Tokens(args.model)
     data = {}
     for name in SETS:
