@@ -2,7 +2,7 @@
 """Abstain probes: how far the calibrated shares can go, and two signals tried beside them.
 
   target/train-venv/bin/python scripts/abstain_probes.py [--lists target/lodo-minilm-tools]
-      [--model models/minilm-tools] [--world [N ...] [--world-of-others]]
+      [--model models/minilm-tools] [--world [N ...] [--world-of-others] [--world-extra DIR]]
 
 Reads the lists that `scripts/lodo --model minilm-tools` leaves in target/lodo-minilm-tools (run
 it first) and, for the four real labelled sets (golden, mcp_dev, mcp_ref, mcp_pypi), prints:
@@ -159,13 +159,14 @@ class World:
     real sets shares), put on a scale by the registry's own calibration requests (the share of
     them whose margin is below the request's)."""
 
-    def __init__(self, model: Path, sample: int, seed: int = 42):
+    def __init__(self, model: Path, sample: int, extra: list[Path], seed: int = 42):
         import random
         from train_model import DATA, DATASETS, ort_embedder
         self.embed = ort_embedder(model / "model.onnx", model / "tokenizer.json", 2)
         texts = [t["text"] for ds in DATASETS for t in tool_texts(DATA / ds / "tools.jsonl").values()]
         if sample and sample < len(texts):
             texts = random.Random(seed).sample(texts, sample)
+        texts += [t["text"] for registry in extra for t in tool_texts(registry).values()]
         self.world = np.stack([self.embed(t) for t in texts])
         cal = [line.strip() for line in open(ROOT / "src" / "search" / "background.txt") if line.strip()]
         self.cal = np.stack([self.embed(c) for c in cal])
@@ -193,13 +194,15 @@ class World:
         return {str(q["id"]): float(np.searchsorted(cal, x, side="left") / len(cal)) for q, x in zip(qs, m)}
 
 
-def world_held_out(lodo, data: dict) -> dict:
+def world_held_out(lodo, data: dict, world_evidence: bool = False) -> dict:
     """Each set held out: the world share's weight in the confidence (0 to 0.9) and the threshold
-    chosen on the other three at 95% pooled kept, agreement still navigating."""
+    chosen on the other three at 95% pooled kept, agreement still navigating (with
+    `world_evidence`, only when the world share is above the median calibration request too)."""
     def counts(rows, w, t):
         k = na = ab = nn = 0
         for r in rows:
             c, agree = r["shares"]
+            agree = agree and (not world_evidence or r["world"] > lodo.AGREEMENT)
             nav = agree or (1 - w) * c + w * r["world"] >= t
             if r["kind"] == "ans":
                 na, k = na + 1, k + nav
@@ -236,11 +239,13 @@ def main() -> int:
                          "or 0) or a seeded sample of N of them per run")
     ap.add_argument("--world-of-others", action="store_true",
                     help="with --world: the other real sets' registries join each held-out set's world")
+    ap.add_argument("--world-extra", type=Path, action="append", default=[], metavar="REGISTRY",
+                    help="with --world: a registry (file or folder toolrag reads) whose tools join the world")
     args = ap.parse_args()
     lodo = load_lodo()
     if args.world is not None:
         for n in args.world or [0]:
-            world = World(args.model, n)
+            world = World(args.model, n, args.world_extra)
             data = {}
             for name in SETS:
                 shares = world.shares(args.lists, name, SETS if args.world_of_others else [])
@@ -259,10 +264,11 @@ def main() -> int:
                             [r[key] if key == "world" else r[key][0] for r in rows if r["kind"] == "none"])
                 print(f"  {name}: AUC answerable over out-of-scope: shares {auc(*pick('shares')):.3f}, "
                       f"world share {auc(*pick('world')):.3f}")
-            res = world_held_out(lodo, data)
-            print("  held out (kept/abstained, weight and threshold from the other three): "
-                  + "  ".join(f"{n} {v['kept']:.3f}/{v['abstained']:.3f} (w {v['w']}, t {v['t']})"
-                              for n, v in res.items()))
+            for label, evidence in (("", False), (", agreement needs the world share above the median", True)):
+                res = world_held_out(lodo, data, evidence)
+                print(f"  held out (kept/abstained, weight and threshold from the other three{label}): "
+                      + "  ".join(f"{n} {v['kept']:.3f}/{v['abstained']:.3f} (w {v['w']}, t {v['t']})"
+                                  for n, v in res.items()))
         return 0
     tokens = Tokens(args.model)
     data = {}
