@@ -26,9 +26,9 @@ onnxruntime and tokenizers (the venv of scripts/train-model has them). BENCHMARK
 from __future__ import annotations
 
 import argparse
-import json
 import importlib.machinery
 import importlib.util
+import json
 import re
 import sys
 from pathlib import Path
@@ -156,8 +156,9 @@ def held_out(lodo, data: dict, key: str, us: list[float]) -> dict:
 class World:
     """The world-margin probe: a request's best cosine to the registry minus its best cosine to a
     corpus of other tools (the tools of the four datasets of ../shared/data, which none of the four
-    real sets shares), put on a scale by the registry's own calibration requests (the share of
-    them whose margin is below the request's)."""
+    real sets shares, or a seeded sample of `sample` of them, and the tools of each `extra`
+    registry), put on a scale by the registry's own calibration requests (the share of them whose
+    margin is below the request's)."""
 
     def __init__(self, model: Path, sample: int, extra: list[Path], seed: int = 42):
         import random
@@ -170,7 +171,6 @@ class World:
         self.world = np.stack([self.embed(t) for t in texts])
         cal = [line.strip() for line in open(ROOT / "src" / "search" / "background.txt") if line.strip()]
         self.cal = np.stack([self.embed(c) for c in cal])
-
         self.registries: dict[str, np.ndarray] = {}
 
     def registry(self, lists: Path, name: str) -> np.ndarray:
@@ -230,6 +230,35 @@ def auc(pos: list[float], neg: list[float]) -> float:
     return float((p > n).mean() + 0.5 * (p == n).mean())
 
 
+def world_probe(args, lodo) -> None:
+    """--world: per world size, each set's AUC and the held-out decisions (see World)."""
+    for n in args.world or [0]:
+        world = World(args.model, n, args.world_extra)
+        data = {}
+        for name in SETS:
+            shares = world.shares(args.lists, name, SETS if args.world_of_others else [])
+            lset = lodo.LabelledSet(name, args.lists / "data" / name / "queries.jsonl",
+                                    args.lists / "lists" / f"{name}.jsonl",
+                                    args.lists / "lists" / f"{name}.background.jsonl")
+            rows = rows_of(lodo, args.lists, name, None, {})
+            for q, row in zip(lset.queries, rows):
+                row["world"] = shares[str(q["id"])]
+            data[name] = rows
+        print(f"world of {len(world.world)} tools" + (", and the other real sets' registries"
+                                                    if args.world_of_others else ""))
+        for name, rows in data.items():
+            def pick(key):
+                return ([r[key] if key == "world" else r[key][0] for r in rows if r["kind"] == "ans"],
+                        [r[key] if key == "world" else r[key][0] for r in rows if r["kind"] == "none"])
+            print(f"  {name}: AUC answerable over out-of-scope: shares {auc(*pick('shares')):.3f}, "
+                  f"world share {auc(*pick('world')):.3f}")
+        for label, evidence in (("", False), (", agreement needs the world share above the median", True)):
+            res = world_held_out(lodo, data, evidence)
+            print(f"  held out (kept/abstained, weight and threshold from the other three{label}): "
+                  + "  ".join(f"{n} {v['kept']:.3f}/{v['abstained']:.3f} (w {v['w']}, t {v['t']})"
+                              for n, v in res.items()))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lists", type=Path, default=ROOT / "target" / "lodo-minilm-tools")
@@ -244,31 +273,7 @@ def main() -> int:
     args = ap.parse_args()
     lodo = load_lodo()
     if args.world is not None:
-        for n in args.world or [0]:
-            world = World(args.model, n, args.world_extra)
-            data = {}
-            for name in SETS:
-                shares = world.shares(args.lists, name, SETS if args.world_of_others else [])
-                lset = lodo.LabelledSet(name, args.lists / "data" / name / "queries.jsonl",
-                                        args.lists / "lists" / f"{name}.jsonl",
-                                        args.lists / "lists" / f"{name}.background.jsonl")
-                rows = rows_of(lodo, args.lists, name, None, {})
-                for q, row in zip(lset.queries, rows):
-                    row["world"] = shares[str(q["id"])]
-                data[name] = rows
-            print(f"world of {len(world.world)} tools" + (", and the other real sets' registries"
-                                                        if args.world_of_others else ""))
-            for name, rows in data.items():
-                def pick(key):
-                    return ([r[key] if key == "world" else r[key][0] for r in rows if r["kind"] == "ans"],
-                            [r[key] if key == "world" else r[key][0] for r in rows if r["kind"] == "none"])
-                print(f"  {name}: AUC answerable over out-of-scope: shares {auc(*pick('shares')):.3f}, "
-                      f"world share {auc(*pick('world')):.3f}")
-            for label, evidence in (("", False), (", agreement needs the world share above the median", True)):
-                res = world_held_out(lodo, data, evidence)
-                print(f"  held out (kept/abstained, weight and threshold from the other three{label}): "
-                      + "  ".join(f"{n} {v['kept']:.3f}/{v['abstained']:.3f} (w {v['w']}, t {v['t']})"
-                                  for n, v in res.items()))
+        world_probe(args, lodo)
         return 0
     tokens = Tokens(args.model)
     data = {}
