@@ -194,21 +194,39 @@ class World:
         return {str(q["id"]): float(np.searchsorted(cal, x, side="left") / len(cal)) for q, x in zip(qs, m)}
 
 
+def world_counts(lodo, rows: list[dict], w: float, t: float, world_evidence: bool) -> tuple[int, int, int, int]:
+    """(answerable kept, answerable, out-of-scope abstained, out-of-scope) when the confidence is
+    (1 - w) x the shares + w x the world share and the threshold is t."""
+    k = na = ab = nn = 0
+    for r in rows:
+        c, agree = r["shares"]
+        agree = agree and (not world_evidence or r["world"] > lodo.AGREEMENT)
+        nav = agree or (1 - w) * c + w * r["world"] >= t
+        if r["kind"] == "ans":
+            na, k = na + 1, k + nav
+        else:
+            nn, ab = nn + 1, ab + (not nav)
+    return k, na, ab, nn
+
+
+def world_oracle(lodo, rows: list[dict], world_evidence: bool) -> float:
+    """The most out-of-scope requests abstained with the weight and threshold chosen on the set
+    itself at 95% kept: an upper bound for the world share and the shares together."""
+    best = 0.0
+    for w in np.arange(0, 1.0001, 0.1):
+        for t in np.arange(0, 1.0001, 0.005):
+            k, na, ab, nn = world_counts(lodo, rows, w, t, world_evidence)
+            if k / na >= lodo.KEPT:
+                best = max(best, ab / nn)
+    return best
+
+
 def world_held_out(lodo, data: dict, world_evidence: bool = False) -> dict:
     """Each set held out: the world share's weight in the confidence (0 to 0.9) and the threshold
     chosen on the other three at 95% pooled kept, agreement still navigating (with
     `world_evidence`, only when the world share is above the median calibration request too)."""
     def counts(rows, w, t):
-        k = na = ab = nn = 0
-        for r in rows:
-            c, agree = r["shares"]
-            agree = agree and (not world_evidence or r["world"] > lodo.AGREEMENT)
-            nav = agree or (1 - w) * c + w * r["world"] >= t
-            if r["kind"] == "ans":
-                na, k = na + 1, k + nav
-            else:
-                nn, ab = nn + 1, ab + (not nav)
-        return k, na, ab, nn
+        return world_counts(lodo, rows, w, t, world_evidence)
     out = {}
     for held in data:
         best = None
@@ -253,6 +271,8 @@ def world_probe(args, lodo) -> None:
             print(f"  {name}: AUC answerable over out-of-scope: shares {auc(*pick('shares')):.3f}, "
                   f"world share {auc(*pick('world')):.3f}")
         for label, evidence in (("", False), (", agreement needs the world share above the median", True)):
+            print(f"  oracle (weight and threshold on the set itself, at least 95% kept{label}): "
+                  + "  ".join(f"{n} {world_oracle(lodo, rows, evidence):.3f}" for n, rows in data.items()))
             res = world_held_out(lodo, data, evidence)
             print(f"  held out (kept/abstained, weight and threshold from the other three{label}): "
                   + "  ".join(f"{n} {v['kept']:.3f}/{v['abstained']:.3f} (w {v['w']}, t {v['t']})"
