@@ -242,6 +242,11 @@ def world_held_out(lodo, data: dict, world_evidence: bool = False) -> dict:
     return out
 
 
+def folds(res: dict, detail) -> str:
+    """One line of held-out figures: "set kept/abstained (detail)" for each set."""
+    return "  ".join(f"{n} {v['kept']:.3f}/{v['abstained']:.3f} ({detail(v)})" for n, v in res.items())
+
+
 def auc(pos: list[float], neg: list[float]) -> float:
     """ROC AUC: the chance an answerable request scores above an out-of-scope one (ties half)."""
     p, n = np.array(pos)[:, None], np.array(neg)[None, :]
@@ -275,8 +280,7 @@ def world_probe(args, lodo) -> None:
                   + "  ".join(f"{n} {world_oracle(lodo, rows, evidence):.3f}" for n, rows in data.items()))
             res = world_held_out(lodo, data, evidence)
             print(f"  held out (kept/abstained, weight and threshold from the other three{label}): "
-                  + "  ".join(f"{n} {v['kept']:.3f}/{v['abstained']:.3f} (w {v['w']}, t {v['t']})"
-                              for n, v in res.items()))
+                  + folds(res, lambda v: f"w {v['w']}, t {v['t']}"))
 
 
 def main() -> int:

@@ -140,8 +140,7 @@ def evaluate(out: Path, lists: Path) -> None:
                     r["coverage"] = 99.0 if agreement_wins and r["shares"][1] else r[key]
             res = probes.held_out(lodo, data, "shares", floors)
             print(f"held out, verifier ({key}) floor{'' if agreement_wins else ' over agreement too'}: "
-                  + "  ".join(f"{n} {v['kept']:.3f}/{v['abstained']:.3f} (floor {v['coverage_floor']})"
-                              for n, v in res.items()))
+                  + probes.folds(res, lambda v: f"floor {v['coverage_floor']}"))
 
 
 def main() -> int:
