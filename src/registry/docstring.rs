@@ -11,6 +11,12 @@
 //!
 //! Items may be bulleted (`-`, `*`, `•`, `1.`); a line indented deeper than its
 //! item continues it. Anything else stays in the prose.
+//!
+//! Markdown is read as Markdown where real servers write it: a fenced code
+//! block (```` ``` ```` or `~~~`) is code, so its lines start no section and are
+//! items only when they look like one (a quoted request under `Examples:`),
+//! and the text after the colon of a heading (`### Example: a swimlane
+//! container`) is the heading's title, not an item.
 
 use serde_json::Value;
 
@@ -96,8 +102,26 @@ pub fn parse(text: &str) -> DocParts {
     let mut items: Vec<(String, usize)> = Vec::new();
     let mut saw_blank = false;
 
+    let mut in_fence = false;
     let lines: Vec<&str> = text.lines().collect();
     for line in lines {
+        let fence = is_fence(line);
+        if fence {
+            in_fence = !in_fence;
+        }
+        if fence || in_fence {
+            // Code: an example request written in a fence still counts; the
+            // rest (the fence markers, XML, shell) is prose.
+            match (section, strip_bullet(line)) {
+                (Some(Section::Examples), (body, _))
+                    if !fence && looks_like_item(Section::Examples, body) =>
+                {
+                    items.push((body.to_string(), usize::MAX));
+                }
+                _ => prose.push(line),
+            }
+            continue;
+        }
         if let Some((s, rest)) = header(line) {
             flush(section, &mut items, &mut parts);
             saw_blank = false;
@@ -106,7 +130,7 @@ pub fn parse(text: &str) -> DocParts {
                 prose.push(line);
             } else {
                 section = Some(s);
-                if !rest.is_empty() {
+                if !rest.is_empty() && !line.trim_start().starts_with('#') {
                     items.push((rest.to_string(), usize::MAX));
                 }
             }
@@ -148,6 +172,12 @@ pub fn parse(text: &str) -> DocParts {
     flush(section, &mut items, &mut parts);
     parts.prose = tidy_prose(&prose);
     parts
+}
+
+/// Whether the line opens or closes a Markdown fenced code block.
+fn is_fence(line: &str) -> bool {
+    let t = line.trim_start();
+    t.starts_with("```") || t.starts_with("~~~")
 }
 
 fn looks_like_item(section: Section, body: &str) -> bool {
@@ -306,6 +336,33 @@ mod tests {
             p.examples[0].arguments,
             Some(Value::String("{not json}".into()))
         );
+    }
+
+    #[test]
+    fn a_markdown_example_heading_over_a_code_block_is_prose_not_requests() {
+        // As @drawio/mcp writes its reference: a titled example and XML in a fence.
+        let text = "Opens draw.io with a diagram.\n\n### Example: Invisible group container\n\n```xml\n<mxCell id=\"grp1\" value=\"\" style=\"group;\"/>\n# Note: not a header\n```\n\nKeep ids unique.";
+        let p = parse(text);
+        assert!(p.examples.is_empty(), "{:?}", p.examples);
+        assert!(p.prose.contains("<mxCell id=\"grp1\""), "{}", p.prose);
+        assert!(p.prose.contains("# Note: not a header"), "{}", p.prose);
+        assert!(p.prose.ends_with("Keep ids unique."), "{}", p.prose);
+    }
+
+    #[test]
+    fn example_requests_inside_a_fence_still_count() {
+        let text = "Read a file.\n\nExamples:\n```\n\"show /etc/hosts\" -> {\"path\": \"/etc/hosts\"}\n```\n";
+        let p = parse(text);
+        assert_eq!(p.examples.len(), 1);
+        assert_eq!(p.examples[0].request, "show /etc/hosts");
+        assert_eq!(p.examples[0].arguments, Some(json!({"path": "/etc/hosts"})));
+    }
+
+    #[test]
+    fn an_example_on_the_header_line_still_counts_without_a_heading_mark() {
+        let p = parse("Examples: \"show /etc/hosts\"");
+        assert_eq!(p.examples.len(), 1);
+        assert_eq!(p.examples[0].request, "show /etc/hosts");
     }
 
     #[test]
