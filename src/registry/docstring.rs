@@ -48,7 +48,10 @@ enum Section {
     Other,
 }
 
+/// The section a header line opens, and the item written after its colon.
+/// After a Markdown heading's colon comes the heading's title, never an item.
 fn header(line: &str) -> Option<(Section, &str)> {
+    let heading = line.trim_start().starts_with('#');
     let t = line.trim().trim_start_matches('#').trim();
     let t = t.trim_start_matches("**").trim_start_matches("__");
     let colon = t.find(':')?;
@@ -68,7 +71,7 @@ fn header(line: &str) -> Option<(Section, &str)> {
         "returns" | "return" | "raises" | "errors" | "notes" | "note" => Section::Other,
         _ => return None,
     };
-    Some((section, rest))
+    Some((section, if heading { "" } else { rest }))
 }
 
 fn indent_of(line: &str) -> usize {
@@ -130,7 +133,7 @@ pub fn parse(text: &str) -> DocParts {
                 prose.push(line);
             } else {
                 section = Some(s);
-                if !rest.is_empty() && !line.trim_start().starts_with('#') {
+                if !rest.is_empty() {
                     items.push((rest.to_string(), usize::MAX));
                 }
             }
