@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import importlib.machinery
 import importlib.util
-import json
 import re
 import sys
 from pathlib import Path
@@ -103,16 +102,22 @@ def bound(r: dict, unknown: bool) -> float:
     return r["lexical"][0][1] / den if den > 0 else 0.0
 
 
-def rows_of(lodo, lists: Path, name: str, tokens: Tokens | None, texts: dict) -> list[dict]:
-    s = lodo.LabelledSet(name, lists / "data" / name / "queries.jsonl", lists / "lists" / f"{name}.jsonl",
-                         lists / "lists" / f"{name}.background.jsonl")
+def labelled_set(lodo, lists: Path, name: str):
+    """scripts/lodo's LabelledSet for `name`, from the data and lists of a `scripts/lodo` run."""
+    return lodo.LabelledSet(name, lists / "data" / name / "queries.jsonl", lists / "lists" / f"{name}.jsonl",
+                            lists / "lists" / f"{name}.background.jsonl")
+
+
+def rows_of(lodo, s, tokens: Tokens | None, texts: dict) -> list[dict]:
+    """One row per request of the LabelledSet `s`, in its order: the request's id, kind, each
+    confidence with its agreement, and its token coverage (0 without `tokens`)."""
     bg = {v: sorted(bound(r, v) for r in s.cal.bg.values()) for v in (False, True)}
     out = []
     for q in s.queries:
         r = s.rows[str(q["id"])]
         sl, sd = lodo.shares(s, r)
         agree = bool(r["lexical"]) and bool(r["dense"]) and r["lexical"][0][0] == r["dense"][0][0]
-        row = {"kind": "none" if q in s.none else "ans"}
+        row = {"id": str(q["id"]), "kind": "none" if q in s.none else "ans"}
         for key, share in (("shares", sl), ("bound", lodo.ecdf(bg[False], bound(r, False))),
                            ("bound+unknown", lodo.ecdf(bg[True], bound(r, True)))):
             row[key] = ((1 - W) * share + W * sd, agree and share > lodo.AGREEMENT and sd > lodo.AGREEMENT)
@@ -122,11 +127,11 @@ def rows_of(lodo, lists: Path, name: str, tokens: Tokens | None, texts: dict) ->
     return out
 
 
-def decide(rows, key, t, u):
+def tally(rows: list[dict], navigate) -> tuple[int, int, int, int]:
+    """(answerable kept, answerable, out-of-scope abstained, out-of-scope) for navigate(row)."""
     k = na = ab = nn = 0
     for r in rows:
-        c, agree = r[key]
-        nav = (agree or c >= t) and r["coverage"] >= u
+        nav = navigate(r)
         if r["kind"] == "ans":
             na, k = na + 1, k + nav
         else:
@@ -134,23 +139,36 @@ def decide(rows, key, t, u):
     return k, na, ab, nn
 
 
+def decide(rows, key, t, u):
+    return tally(rows, lambda r: (r[key][1] or r[key][0] >= t) and r["coverage"] >= u)
+
+
+def choose_held_out(lodo, data: dict, counts, outer, inner) -> dict:
+    """Each set held out: the pair (a from `outer`, b from `inner`, tried in that order) for which
+    counts(rows, a, b) abstains on the most out-of-scope requests of the other sets at 95% pooled
+    kept; {set: (a, b, kept, abstained)} with the held-out set's own figures."""
+    out = {}
+    for held in data:
+        best = None
+        for a in outer:
+            for b in inner:
+                tot = [sum(x) for x in zip(*(counts(data[n], a, b) for n in data if n != held))]
+                if tot[0] / tot[1] >= lodo.KEPT and (best is None or tot[2] / tot[3] > best[0]):
+                    best = (tot[2] / tot[3], a, b)
+        _, a, b = best
+        k, na, ab, nn = counts(data[held], a, b)
+        out[held] = (a, b, round(k / na, 3), round(ab / nn, 3))
+    return out
+
+
 def held_out(lodo, data: dict, key: str, us: list[float]) -> dict:
     """Each set held out: the threshold `t` on the confidence in `key` and the floor `u` on the
     rows' "coverage" (from `us`, whose first entry means no floor) that abstain on the most
     out-of-scope requests of the other sets at 95% pooled kept; the held-out set's figures."""
-    out = {}
-    for held in data:
-        best = None
-        for t in np.arange(0, 1.0001, 0.01):
-            for u in us:
-                tot = [sum(x) for x in zip(*(decide(data[n], key, t, u) for n in data if n != held))]
-                if tot[0] / tot[1] >= lodo.KEPT and (best is None or tot[2] / tot[3] > best[0]):
-                    best = (tot[2] / tot[3], t, u)
-        _, t, u = best
-        k, na, ab, nn = decide(data[held], key, t, u)
-        out[held] = {"t": round(float(t), 2), "coverage_floor": None if u == us[0] else round(float(u), 2),
-                     "kept": round(k / na, 3), "abstained": round(ab / nn, 3)}
-    return out
+    res = choose_held_out(lodo, data, lambda rows, t, u: decide(rows, key, t, u),
+                          np.arange(0, 1.0001, 0.01), us)
+    return {n: {"t": round(float(t), 2), "coverage_floor": None if u == us[0] else round(float(u), 2),
+                "kept": kept, "abstained": abst} for n, (t, u, kept, abst) in res.items()}
 
 
 class World:
@@ -179,9 +197,9 @@ class World:
             self.registries[name] = np.stack([self.embed(t["text"]) for t in texts.values()])
         return self.registries[name]
 
-    def shares(self, lists: Path, name: str, others: list[str]) -> dict[str, float]:
-        """{query id: world share} for the set's requests; the registries of `others` join the
-        world (never the set's own)."""
+    def shares(self, lists: Path, name: str, queries: list[dict], others: list[str]) -> dict[str, float]:
+        """{query id: world share} for `queries`, the set's requests; the registries of `others`
+        join the world (never the set's own)."""
         registry = self.registry(lists, name)
         world = np.concatenate([self.world] + [self.registry(lists, o) for o in others if o != name])
 
@@ -189,24 +207,18 @@ class World:
             return (vecs @ registry.T).max(1) - (vecs @ world.T).max(1)
 
         cal = np.sort(margins(self.cal))
-        qs = [json.loads(line) for line in open(lists / "data" / name / "queries.jsonl") if line.strip()]
-        m = margins(np.stack([self.embed(q["query"]) for q in qs]))
-        return {str(q["id"]): float(np.searchsorted(cal, x, side="left") / len(cal)) for q, x in zip(qs, m)}
+        m = margins(np.stack([self.embed(q["query"]) for q in queries]))
+        return {str(q["id"]): float(np.searchsorted(cal, x, side="left") / len(cal)) for q, x in zip(queries, m)}
 
 
 def world_counts(lodo, rows: list[dict], w: float, t: float, world_evidence: bool) -> tuple[int, int, int, int]:
     """(answerable kept, answerable, out-of-scope abstained, out-of-scope) when the confidence is
     (1 - w) x the shares + w x the world share and the threshold is t."""
-    k = na = ab = nn = 0
-    for r in rows:
+    def navigate(r: dict) -> bool:
         c, agree = r["shares"]
         agree = agree and (not world_evidence or r["world"] > lodo.AGREEMENT)
-        nav = agree or (1 - w) * c + w * r["world"] >= t
-        if r["kind"] == "ans":
-            na, k = na + 1, k + nav
-        else:
-            nn, ab = nn + 1, ab + (not nav)
-    return k, na, ab, nn
+        return agree or (1 - w) * c + w * r["world"] >= t
+    return tally(rows, navigate)
 
 
 def world_oracle(lodo, rows: list[dict], world_evidence: bool) -> float:
@@ -225,21 +237,10 @@ def world_held_out(lodo, data: dict, world_evidence: bool = False) -> dict:
     """Each set held out: the world share's weight in the confidence (0 to 0.9) and the threshold
     chosen on the other three at 95% pooled kept, agreement still navigating (with
     `world_evidence`, only when the world share is above the median calibration request too)."""
-    def counts(rows, w, t):
-        return world_counts(lodo, rows, w, t, world_evidence)
-    out = {}
-    for held in data:
-        best = None
-        for w in np.arange(0, 0.91, 0.1):
-            for t in np.arange(0, 1.0001, 0.01):
-                tot = [sum(x) for x in zip(*(counts(data[n], w, t) for n in data if n != held))]
-                if tot[0] / tot[1] >= lodo.KEPT and (best is None or tot[2] / tot[3] > best[0]):
-                    best = (tot[2] / tot[3], w, t)
-        _, w, t = best
-        k, na, ab, nn = counts(data[held], w, t)
-        out[held] = {"w": round(float(w), 1), "t": round(float(t), 2), "kept": round(k / na, 3),
-                     "abstained": round(ab / nn, 3)}
-    return out
+    res = choose_held_out(lodo, data, lambda rows, w, t: world_counts(lodo, rows, w, t, world_evidence),
+                          np.arange(0, 0.91, 0.1), np.arange(0, 1.0001, 0.01))
+    return {n: {"w": round(float(w), 1), "t": round(float(t), 2), "kept": kept, "abstained": abst}
+            for n, (w, t, kept, abst) in res.items()}
 
 
 def folds(res: dict, detail) -> str:
@@ -259,13 +260,11 @@ def world_probe(args, lodo) -> None:
         world = World(args.model, n, args.world_extra)
         data = {}
         for name in SETS:
-            shares = world.shares(args.lists, name, SETS if args.world_of_others else [])
-            lset = lodo.LabelledSet(name, args.lists / "data" / name / "queries.jsonl",
-                                    args.lists / "lists" / f"{name}.jsonl",
-                                    args.lists / "lists" / f"{name}.background.jsonl")
-            rows = rows_of(lodo, args.lists, name, None, {})
-            for q, row in zip(lset.queries, rows):
-                row["world"] = shares[str(q["id"])]
+            s = labelled_set(lodo, args.lists, name)
+            shares = world.shares(args.lists, name, s.queries, SETS if args.world_of_others else [])
+            rows = rows_of(lodo, s, None, {})
+            for row in rows:
+                row["world"] = shares[row["id"]]
             data[name] = rows
         print(f"world of {len(world.world)} tools" + (", and the other real sets' registries"
                                                     if args.world_of_others else ""))
@@ -303,7 +302,7 @@ def main() -> int:
     data = {}
     for name in SETS:
         texts = {i: t["text"] for i, t in tool_texts(args.lists / "data" / name / "tools.jsonl").items()}
-        data[name] = rows_of(lodo, args.lists, name, tokens, texts)
+        data[name] = rows_of(lodo, labelled_set(lodo, args.lists, name), tokens, texts)
     print("oracle (threshold on the set itself, exactly 95% kept): out-of-scope abstained")
     for name, rows in data.items():
         ans = sorted((1.0 if r["shares"][1] else 0.0) + r["shares"][0] for r in rows if r["kind"] == "ans")

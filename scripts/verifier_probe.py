@@ -113,9 +113,8 @@ def evaluate(out: Path, lists: Path) -> None:
     data = {}
     for name in probes.SETS:
         texts = {i: t["text"] for i, t in tool_texts(lists / "data" / name / "tools.jsonl").items()}
-        s = lodo.LabelledSet(name, lists / "data" / name / "queries.jsonl", lists / "lists" / f"{name}.jsonl",
-                             lists / "lists" / f"{name}.background.jsonl")
-        rows = probes.rows_of(lodo, lists, name, None, texts)
+        s = probes.labelled_set(lodo, lists, name)
+        rows = probes.rows_of(lodo, s, None, texts)
         for q, row in zip(s.queries, rows):
             fused = lodo.calibrated(s.cal, s.rows[str(q["id"])], probes.W, probes.Q0)
             tops = [texts[s.tools[i]] for i, _ in fused[:TOP]]
