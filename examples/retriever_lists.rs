@@ -16,7 +16,9 @@
 //!
 //! The first line is `{"tools": [ids in ordinal order], "terms": N}`; then
 //! one line per request: `{"id", "terms": [[term, df, max]], "lexical":
-//! [[ordinal, score]], "dense": [[ordinal, score]]}`. The model is found as
+//! [[ordinal, score]], "dense": [[ordinal, score]], "lang"}`, where `lang`
+//! is the code of the calibrated language the searcher measures the request
+//! against (null for English: `calibration::language_of`). The model is found as
 //! the binary finds it (`TOOLRAG_MODEL_DIR`, then `./models`), or is the one
 //! `TOOLRAG_MODEL` names (a shipped model's name, or a model folder).
 
@@ -88,7 +90,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         writeln!(
             out,
             "{}",
-            json!({"id": q["id"], "terms": terms, "lexical": l, "dense": d})
+            json!({"id": q["id"], "terms": terms, "lexical": l, "dense": d,
+                   "lang": toolrag::search::calibration::language_of(text)})
         )?;
     }
     Ok(())

@@ -115,10 +115,10 @@ def rows_of(lodo, s, tokens: Tokens | None, texts: dict) -> list[dict]:
     out = []
     for q in s.queries:
         r = s.rows[str(q["id"])]
-        sl, sd = lodo.shares(s, r)
+        sl, sd = lodo.shares(s.cal, r)
         agree = bool(r["lexical"]) and bool(r["dense"]) and r["lexical"][0][0] == r["dense"][0][0]
-        row = {"id": str(q["id"]), "kind": "none" if q in s.none else "ans"}
-        for key, share in (("shares", sl), ("bound", lodo.ecdf(bg[False], bound(r, False))),
+        row = {"id": str(q["id"]), "kind": "none" if q in s.none else "ans", "shares": lodo.judged(s, r, W)}
+        for key, share in (("bound", lodo.ecdf(bg[False], bound(r, False))),
                            ("bound+unknown", lodo.ecdf(bg[True], bound(r, True)))):
             row[key] = ((1 - W) * share + W * sd, agree and share > lodo.AGREEMENT and sd > lodo.AGREEMENT)
         fused = lodo.calibrated(s.cal, r, W, Q0)

@@ -484,7 +484,8 @@ fn build_generation(
         })?;
         drop(texts);
         cache.extend(todo.iter().map(|(_, h)| *h).zip(vectors));
-        // The calibration requests, embedded as queries (about a second).
+        // The calibration requests of every language, embedded as queries
+        // (a few seconds).
         let calibration_vectors = crate::search::calibration::embed_requests(embedder.get())?;
         report.embed_seconds = t_embed.elapsed().as_secs_f64();
         progress(BuildProgress::EmbedDone);
@@ -570,7 +571,7 @@ fn build_generation(
 fn calibrate(
     staging: &Path,
     tools: usize,
-    vectors: Option<&[Vec<Vec<f32>>]>,
+    vectors: Option<&[crate::search::calibration::RequestVectors]>,
 ) -> Result<crate::search::Calibration> {
     use crate::search::{dense::DenseRetriever, lexical::LexicalRetriever, SearchConfig};
     let lexical = LexicalRetriever::open(staging)?;

@@ -33,6 +33,19 @@
 //! without it). Only the confidence and the agreement use it; the ranking
 //! does not change.
 //!
+//! **Languages.** The model reads English best: a request in Spanish or
+//! German scores lower on every tool than the same request in English, and
+//! against English noise a good foreign request looks unrelated. So the
+//! calibration requests come in [`LANGUAGES`] too (the same requests,
+//! translated), each measured on its own. A request the English noise would
+//! abstain on, and that the detector (`whatlang`, choosing between English
+//! and [`LANGUAGES`]) reliably finds to be in one of them, gets a second
+//! opinion: its confidence and agreement against the noise of its own
+//! language. It navigates when either says so: it stands out from unrelated
+//! requests in English or in its language. The detector runs only then (most
+//! requests never need it), and fusion always weighs against the English
+//! noise, so rankings do not depend on it.
+//!
 //! [`NOISE`] and the default `abstain-below` were chosen by
 //! leave-one-dataset-out over every labelled set (`scripts/lodo`,
 //! BENCHMARKS.md "Held-out sets"). What a build measured is kept in the
@@ -51,6 +64,27 @@ use crate::error::{Error, Result};
 
 /// The calibration requests, one per line.
 pub const REQUESTS: &str = include_str!("background.txt");
+
+/// The languages with calibration requests of their own beside English
+/// ([`REQUESTS`], translated line by line): the ISO 639-1 code, the
+/// detector's language, the requests. The most used languages of the web
+/// written in the Latin script, which the shipped English models read in
+/// part (shared word pieces, cognates). Languages in other scripts are left
+/// to the English requests: to an English model every request in Chinese
+/// looks like every other, so Chinese noise on a Chinese registry sits as
+/// high as the answerable requests (on `tests/golden/zh`, Chinese requests
+/// abstained on 14 of 37 answerable requests against 6 with the English
+/// noise, BENCHMARKS.md "Abstain").
+pub const LANGUAGES: &[(&str, whatlang::Lang, &str)] = &[
+    ("es", whatlang::Lang::Spa, include_str!("background.es.txt")),
+    ("fr", whatlang::Lang::Fra, include_str!("background.fr.txt")),
+    ("de", whatlang::Lang::Deu, include_str!("background.de.txt")),
+    ("pt", whatlang::Lang::Por, include_str!("background.pt.txt")),
+    ("it", whatlang::Lang::Ita, include_str!("background.it.txt")),
+];
+
+/// The code of English, the calibration's own language.
+pub const ENGLISH: &str = "en";
 
 /// The calibration file in a generation folder.
 pub const FILE: &str = "calibration.json";
@@ -80,8 +114,49 @@ pub const HUB_DEPTH: usize = 50;
 
 /// The calibration requests, trimmed, without blank lines.
 pub fn requests() -> impl Iterator<Item = &'static str> {
-    REQUESTS.lines().map(str::trim).filter(|l| !l.is_empty())
+    lines(REQUESTS)
 }
+
+fn lines(text: &'static str) -> impl Iterator<Item = &'static str> {
+    text.lines().map(str::trim).filter(|l| !l.is_empty())
+}
+
+/// Every set of calibration requests, by language code: English
+/// ([`requests`]) first, then each of [`LANGUAGES`].
+pub fn request_sets() -> Vec<(&'static str, Vec<&'static str>)> {
+    std::iter::once((ENGLISH, requests().collect()))
+        .chain(LANGUAGES.iter().map(|(c, _, t)| (*c, lines(t).collect())))
+        .collect()
+}
+
+/// The code of `request`'s language when the detector, choosing between
+/// English and [`LANGUAGES`], is reliably sure it is one of [`LANGUAGES`];
+/// `None` otherwise (English, or a request too short or mixed to tell).
+/// Choosing among six languages rather than all it knows makes the detector
+/// sure of more short requests; on the labelled sets it took no English
+/// request for another language (BENCHMARKS.md, "Abstain").
+pub fn language_of(request: &str) -> Option<&'static str> {
+    static DETECTOR: std::sync::OnceLock<whatlang::Detector> = std::sync::OnceLock::new();
+    let detector = DETECTOR.get_or_init(|| {
+        whatlang::Detector::with_allowlist(
+            std::iter::once(whatlang::Lang::Eng)
+                .chain(LANGUAGES.iter().map(|(_, lang, _)| *lang))
+                .collect(),
+        )
+    });
+    let info = detector.detect(request)?;
+    if !info.is_reliable() {
+        return None;
+    }
+    LANGUAGES
+        .iter()
+        .find(|(_, lang, _)| *lang == info.lang())
+        .map(|(code, _, _)| *code)
+}
+
+/// One set of calibration requests' vectors: per request, as the model
+/// embeds a query, the whole request, then its clauses.
+pub type RequestVectors = Vec<Vec<Vec<f32>>>;
 
 /// What the calibration requests scored on one generation.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -103,6 +178,12 @@ pub struct Calibration {
     /// tool, each tool's hubness measured without that request.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hub_tops: Vec<f32>,
+    /// The same measured with each of [`LANGUAGES`]' requests, by language
+    /// code (their own `languages` empty). Empty for an index built before
+    /// languages were calibrated: every request is then measured against
+    /// the English requests.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub languages: BTreeMap<String, Calibration>,
 }
 
 /// The manifest's summary of a generation's calibration.
@@ -115,6 +196,9 @@ pub struct CalibrationSummary {
     /// Each retriever's median best raw score over the calibration requests:
     /// what a typical unrelated request scores on this registry.
     pub medians: BTreeMap<String, f32>,
+    /// The languages calibrated beside English, by code.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub languages: Vec<String>,
 }
 
 impl Calibration {
@@ -148,22 +232,66 @@ impl Calibration {
                     (id, m)
                 })
                 .collect(),
+            languages: self.languages.keys().cloned().collect(),
         }
     }
 }
 
-/// A calibration ready for searching: each retriever's calibration tops.
+/// A calibration ready for searching: each retriever's calibration tops,
+/// for English and for each calibrated language.
 #[derive(Debug, Clone, Default)]
 pub struct Calibrator {
     tops: HashMap<String, Vec<f32>>,
     hubness: Vec<f32>,
     /// The calibration requests' hub-corrected bests, ascending.
     hub_tops: Vec<f32>,
+    /// The code of the language of these calibration requests; `None` for
+    /// English.
+    language: Option<String>,
+    /// The calibrators of the other languages, by code.
+    languages: HashMap<String, Calibrator>,
 }
 
 impl Calibrator {
     /// Prepares `calibration` for searching.
     pub fn new(calibration: &Calibration) -> Calibrator {
+        let mut c = Calibrator::one(calibration);
+        c.languages = calibration
+            .languages
+            .iter()
+            .map(|(code, cal)| {
+                let mut l = Calibrator::one(cal);
+                l.language = Some(code.clone());
+                (code.clone(), l)
+            })
+            .collect();
+        c
+    }
+
+    /// The calibrator of `request`'s language, when the request is reliably
+    /// in one that was calibrated ([`language_of`]); `None` otherwise (and
+    /// without running the detector when no language was calibrated).
+    pub fn for_language(&self, request: &str) -> Option<&Calibrator> {
+        if self.languages.is_empty() {
+            return None;
+        }
+        self.languages.get(language_of(request)?)
+    }
+
+    /// The code of the language of this calibrator's requests; `None` for
+    /// English.
+    pub fn language(&self) -> Option<&str> {
+        self.language.as_deref()
+    }
+
+    /// The codes of the languages calibrated beside English.
+    pub fn languages(&self) -> Vec<&str> {
+        let mut v: Vec<&str> = self.languages.keys().map(String::as_str).collect();
+        v.sort_unstable();
+        v
+    }
+
+    fn one(calibration: &Calibration) -> Calibrator {
         // Both or neither: an index measures the two together.
         let (hubness, mut hub_tops) =
             if calibration.hubness.is_empty() || calibration.hub_tops.is_empty() {
@@ -176,6 +304,8 @@ impl Calibrator {
             tops: calibration.sorted_tops(),
             hubness,
             hub_tops,
+            language: None,
+            languages: HashMap::new(),
         }
     }
 
@@ -225,14 +355,41 @@ impl Calibrator {
     }
 }
 
-/// Runs the calibration requests through `lexical` and, when given, `dense`,
-/// each request embedded by the dense retriever's model or, with `vectors`,
-/// taken from there (one entry per request, in the order of [`requests`]:
-/// the whole request, then its clauses, as the model embeds a query).
+/// Runs every set of calibration requests ([`request_sets`]) through
+/// `lexical` and, when given, `dense`: English into the calibration itself,
+/// each other language into its `languages`. Each request is embedded by the
+/// dense retriever's model or, with `vectors`, taken from there (one
+/// [`RequestVectors`] per set, in the order of [`request_sets`]).
 pub fn measure(
     lexical: &lexical::LexicalRetriever,
     dense: Option<&dense::DenseRetriever>,
-    vectors: Option<&[Vec<Vec<f32>>]>,
+    vectors: Option<&[RequestVectors]>,
+) -> Result<Calibration> {
+    let mut sets = request_sets().into_iter().enumerate();
+    let (_, (_, english)) = sets.next().expect("English comes first");
+    let set_vectors = |i: usize| -> Result<Option<&RequestVectors>> {
+        vectors
+            .map(|v| {
+                v.get(i).ok_or_else(|| {
+                    Error::Embed("a set of calibration requests has no vectors".into())
+                })
+            })
+            .transpose()
+    };
+    let mut out = measure_set(&english, lexical, dense, set_vectors(0)?)?;
+    for (i, (code, requests)) in sets {
+        let cal = measure_set(&requests, lexical, dense, set_vectors(i)?)?;
+        out.languages.insert(code.to_string(), cal);
+    }
+    Ok(out)
+}
+
+/// [`measure`] for one set of requests.
+fn measure_set(
+    requests: &[&str],
+    lexical: &lexical::LexicalRetriever,
+    dense: Option<&dense::DenseRetriever>,
+    vectors: Option<&RequestVectors>,
 ) -> Result<Calibration> {
     let mut out = Calibration {
         retrievers: vec![lexical::ID.to_string()],
@@ -242,7 +399,7 @@ pub fn measure(
         out.retrievers.push(dense::ID.to_string());
     }
     let mut dense_lists = Vec::new();
-    for (i, q) in requests().enumerate() {
+    for (i, q) in requests.iter().enumerate() {
         let mut tops = vec![lexical.retrieve(q, 1, None)?.first().map(|x| round(x.1))];
         if let Some(d) = dense {
             let list = match vectors {
@@ -317,11 +474,20 @@ fn hubs(lists: &[Vec<(u32, f32)>]) -> (Vec<f32>, Vec<f32>) {
     (hubness, tops)
 }
 
-/// Embeds every calibration request as the dense retriever embeds a query:
-/// the whole request, then one vector per clause.
-pub fn embed_requests(embedder: &dyn crate::embed::Embedder) -> Result<Vec<Vec<Vec<f32>>>> {
-    requests()
-        .map(|q| embedder.embed_query_parts(q, &clause_spans(q)))
+/// Embeds every set of calibration requests ([`request_sets`]), in order,
+/// as the dense retriever embeds a query: the whole request, then one
+/// vector per clause. The requests are embedded in parallel (an embedder
+/// with several sessions keeps every core busy).
+pub fn embed_requests(embedder: &dyn crate::embed::Embedder) -> Result<Vec<RequestVectors>> {
+    use rayon::prelude::*;
+    request_sets()
+        .into_iter()
+        .map(|(_, requests)| {
+            requests
+                .par_iter()
+                .map(|q| embedder.embed_query_parts(q, &clause_spans(q)))
+                .collect()
+        })
         .collect()
 }
 
@@ -393,6 +559,7 @@ mod tests {
             tops: (0..20).map(|_| vec![None, Some(0.5)]).collect(),
             hubness,
             hub_tops,
+            ..Calibration::default()
         });
         assert!(c.corrects_hubs());
         // 0.51 on the hub is what unrelated requests score there ...
@@ -415,6 +582,7 @@ mod tests {
         let old = r#"{"retrievers":["lexical"],"tops":[[1.0]]}"#;
         let parsed: Calibration = serde_json::from_str(old).unwrap();
         assert!(parsed.hubness.is_empty() && parsed.hub_tops.is_empty());
+        assert!(parsed.languages.is_empty());
     }
 
     #[test]
@@ -442,6 +610,91 @@ mod tests {
         assert!((c.evidence("dense", 0.3) - (0.5 - NOISE) / (1.0 - NOISE)).abs() < 1e-6);
         assert_eq!(c.evidence("dense", 0.9), 1.0);
         assert_eq!(c.evidence("constant", 0.1), 1.0);
+    }
+
+    #[test]
+    fn a_request_is_reliably_in_a_calibrated_language_or_in_none() {
+        for (q, code) in [
+            (
+                "envoie un e-mail à pierre@example.com pour dire que je serai en retard",
+                "fr",
+            ),
+            (
+                "schick eine E-Mail an peter@example.com, dass ich mich verspäte",
+                "de",
+            ),
+            (
+                "crea un evento en mi calendario el viernes a las 10 con Marta",
+                "es",
+            ),
+        ] {
+            assert_eq!(language_of(q), Some(code), "{q}");
+        }
+        for q in [
+            "send an email to pierre@example.com saying I will be late",
+            "ls /etc/nginx/sites-enabled",
+            // not a calibrated language: measured against the English requests
+            "帮我查一下明天上海的天气",
+            "",
+        ] {
+            assert_eq!(language_of(q), None, "{q}");
+        }
+    }
+
+    #[test]
+    fn every_language_translates_every_calibration_request() {
+        let sets = request_sets();
+        assert_eq!(sets[0].0, ENGLISH);
+        assert_eq!(sets.len(), LANGUAGES.len() + 1);
+        let english = sets[0].1.len();
+        for (code, requests) in &sets {
+            // Line by line: the same count, each distinct, and each in its language
+            // where the detector is sure of a request at all.
+            assert_eq!(requests.len(), english, "{code}");
+            let distinct: std::collections::HashSet<&&str> = requests.iter().collect();
+            assert_eq!(distinct.len(), requests.len(), "{code}");
+            if *code != ENGLISH {
+                let wrong: Vec<&&str> = requests
+                    .iter()
+                    .filter(|q| language_of(q).is_some_and(|c| c != *code))
+                    .collect();
+                assert!(wrong.len() * 20 < english, "{code}: {wrong:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_request_in_a_calibrated_language_gets_its_languages_calibrator() {
+        let mut with = cal();
+        with.languages.insert(
+            "fr".into(),
+            Calibration {
+                tops: vec![vec![Some(0.5), Some(0.10)], vec![Some(0.7), Some(0.12)]],
+                ..cal()
+            },
+        );
+        let c = Calibrator::new(&with);
+        assert_eq!(c.languages(), ["fr"]);
+        assert_eq!(with.summary().languages, ["fr"]);
+        let fr = c
+            .for_language("envoie un e-mail à pierre pour dire que je serai en retard")
+            .expect("French is calibrated");
+        assert_eq!(fr.language(), Some("fr"));
+        // The same cosine stands out from French noise, not from English noise.
+        assert_eq!(fr.share("dense", 0.2), Some(1.0));
+        assert_eq!(c.share("dense", 0.2), Some(0.0));
+        assert!(c
+            .for_language("send an email to pierre saying I will be late")
+            .is_none());
+        assert!(c
+            .for_language("schick eine E-Mail an Peter, dass ich mich verspäte")
+            .is_none());
+        // A calibration without languages never runs the detector's verdict.
+        let plain = Calibrator::new(&cal());
+        assert!(plain
+            .for_language("envoie un e-mail à pierre pour dire que je serai en retard")
+            .is_none());
+        assert!(plain.languages().is_empty() && plain.language().is_none());
     }
 
     #[test]

@@ -9,7 +9,7 @@ use predicates::prelude::*;
 use serde_json::Value;
 use toolrag::index::{build, BuildModel, BuildOptions};
 use toolrag::registry::{LoadOptions, Registry};
-use toolrag::search::{khipu, Decision, Mode, SearchConfig, SearchRequest, Searcher};
+use toolrag::search::{calibration, khipu, Decision, Mode, SearchConfig, SearchRequest, Searcher};
 
 use crate::common::{fresh_embedder, shipped_tools, toolrag};
 
@@ -275,6 +275,77 @@ fn clearly_out_of_scope_requests_abstain_with_the_nearest_misses() {
         .unwrap();
     assert_eq!(r.decision, Decision::Navigate);
     assert!(r.abstain_reason.is_none());
+}
+
+/// A copy of the shipped index as an index built before languages were
+/// calibrated: its calibration without `languages`.
+fn index_without_languages() -> tempfile::TempDir {
+    let gen = toolrag::index::current_generation(shipped_index()).unwrap();
+    let copy = tempfile::tempdir().unwrap();
+    let name = gen.file_name().unwrap();
+    crate::server::harness::copy_dir(&gen, &copy.path().join(name));
+    std::fs::write(
+        copy.path().join("CURRENT"),
+        name.to_string_lossy().as_bytes(),
+    )
+    .unwrap();
+    let old = copy.path().join(name);
+    let mut cal = calibration::read(&old).unwrap().unwrap();
+    assert!(!cal.languages.is_empty(), "the build calibrates languages");
+    cal.languages.clear();
+    calibration::write(&old, &cal).unwrap();
+    // The rewritten file leaves the manifest's checksummed list.
+    let mut m: Value =
+        serde_json::from_slice(&std::fs::read(old.join("manifest.json")).unwrap()).unwrap();
+    m["files"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|f| f["path"] != calibration::FILE);
+    std::fs::write(old.join("manifest.json"), serde_json::to_vec(&m).unwrap()).unwrap();
+    copy
+}
+
+#[test]
+fn a_request_in_another_language_is_judged_against_unrelated_requests_in_it() {
+    // The model reads French less well than English: this request scores
+    // below most English unrelated requests, and an index without the
+    // languages' calibrations abstains on it. Against French unrelated
+    // requests it stands out, and it navigates to the right tool.
+    let q = "envoie un e-mail à pierre@example.com pour dire que je serai en retard";
+    assert_eq!(calibration::language_of(q), Some("fr"));
+    let r = searcher().search(&req(q, 5)).unwrap();
+    assert_eq!(r.hits[0].id, "email/send_email");
+    assert_eq!(r.decision, Decision::Navigate, "{:?}", r.abstain_reason);
+    let e: Arc<dyn toolrag::embed::Embedder> = Arc::new(fresh_embedder());
+    let dir = index_without_languages();
+    let old = Searcher::open(dir.path(), Some(e), SearchConfig::default()).unwrap();
+    assert!(old.calibrator().languages().is_empty());
+    let before = old.search(&req(q, 5)).unwrap();
+    assert_eq!(
+        before.hits[0].id, "email/send_email",
+        "the ranking is the same"
+    );
+    assert_eq!(before.decision, Decision::Abstain, "{}", before.confidence);
+    assert!(before.confidence < r.confidence);
+
+    // An unrelated request in German still abstains, and says against
+    // which requests it was measured.
+    let q = "bestell mir bitte heute Abend eine große Pizza mit Salami beim Italiener";
+    assert_eq!(calibration::language_of(q), Some("de"));
+    let r = searcher().search(&req(q, 5)).unwrap();
+    assert_eq!(r.decision, Decision::Abstain, "{}", r.confidence);
+    let why = r.abstain_reason.unwrap();
+    assert!(why.contains("in its language (de)"), "{why}");
+    // English requests are judged as before.
+    for q in ["read the file /etc/hosts", "play some relaxing jazz music"] {
+        let a = searcher().search(&req(q, 5)).unwrap();
+        let b = old.search(&req(q, 5)).unwrap();
+        assert_eq!(
+            (a.decision, a.confidence),
+            (b.decision, b.confidence),
+            "{q}"
+        );
+    }
 }
 
 /// The candidate item schema of the Khipu contract.
