@@ -19,8 +19,8 @@ With --world (and --world-of-others), only the world-margin probe: a request's b
 registry minus its best cosine to a corpus of other tools, as a share of the registry's calibration
 requests, mixed into the confidence with a weight chosen held out (see World).
 
-The shares mirror scripts/lodo (imported, with its hub correction), dense weight 0.7 and noise
-quantile 0.25 (the shipped defaults). Research only: nothing here is used by toolrag. Needs numpy,
+The shares mirror scripts/lodo (imported, with its hub correction and the languages' second
+opinion unless --no-languages), dense weight 0.7 and noise quantile 0.25 (the shipped defaults). Research only: nothing here is used by toolrag. Needs numpy,
 onnxruntime and tokenizers (the venv of scripts/train-model has them). BENCHMARKS.md, "Abstain".
 """
 from __future__ import annotations
@@ -293,8 +293,13 @@ def main() -> int:
                     help="with --world: the other real sets' registries join each held-out set's world")
     ap.add_argument("--world-extra", type=Path, action="append", default=[], metavar="REGISTRY",
                     help="with --world: a registry (file or folder toolrag reads) whose tools join the world")
+    ap.add_argument("--no-languages", action="store_true",
+                    help="judge every request against the English calibration requests only, as "
+                         "toolrag did before languages were calibrated (the figures of BENCHMARKS.md "
+                         "measured before 2026-12-03 10:00 UTC)")
     args = ap.parse_args()
     lodo = load_lodo()
+    lodo.LANGUAGES = not args.no_languages
     if args.world is not None:
         world_probe(args, lodo)
         return 0
