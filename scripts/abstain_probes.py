@@ -117,7 +117,8 @@ def rows_of(lodo, s, tokens: Tokens | None, texts: dict) -> list[dict]:
         r = s.rows[str(q["id"])]
         sl, sd = lodo.shares(s.cal, r)
         agree = bool(r["lexical"]) and bool(r["dense"]) and r["lexical"][0][0] == r["dense"][0][0]
-        row = {"id": str(q["id"]), "kind": "none" if q in s.none else "ans", "shares": lodo.judged(s, r, W)}
+        row = {"id": str(q["id"]), "kind": "none" if q in s.none else "ans", "shares": lodo.judged(s, r, W),
+               "judgements": lodo.judgements(s, r, W)}
         for key, share in (("bound", lodo.ecdf(bg[False], bound(r, False))),
                            ("bound+unknown", lodo.ecdf(bg[True], bound(r, True)))):
             row[key] = ((1 - W) * share + W * sd, agree and share > lodo.AGREEMENT and sd > lodo.AGREEMENT)
@@ -183,12 +184,17 @@ class World:
         from train_model import DATA, DATASETS, ort_embedder
         self.embed = ort_embedder(model / "model.onnx", model / "tokenizer.json", 2)
         texts = [t["text"] for ds in DATASETS for t in tool_texts(DATA / ds / "tools.jsonl").values()]
-        if sample and sample < len(texts):
+        if sample < 0:
+            texts = []
+        elif sample and sample < len(texts):
             texts = random.Random(seed).sample(texts, sample)
         texts += [t["text"] for registry in extra for t in tool_texts(registry).values()]
         self.world = np.stack([self.embed(t) for t in texts])
-        cal = [line.strip() for line in open(ROOT / "src" / "search" / "background.txt") if line.strip()]
-        self.cal = np.stack([self.embed(c) for c in cal])
+        # The calibration requests of each language ("" for English), as toolrag measures them.
+        self.cals = {}
+        for code, path in [("", ROOT / "src" / "search" / "background.txt")] + sorted(
+                (p.name.split(".")[1], p) for p in (ROOT / "src" / "search").glob("background.*.txt")):
+            self.cals[code] = np.stack([self.embed(c.strip()) for c in open(path) if c.strip()])
         self.registries: dict[str, np.ndarray] = {}
 
     def registry(self, lists: Path, name: str) -> np.ndarray:
@@ -197,27 +203,33 @@ class World:
             self.registries[name] = np.stack([self.embed(t["text"]) for t in texts.values()])
         return self.registries[name]
 
-    def shares(self, lists: Path, name: str, queries: list[dict], others: list[str]) -> dict[str, float]:
-        """{query id: world share} for `queries`, the set's requests; the registries of `others`
-        join the world (never the set's own)."""
+    def shares(self, lists: Path, name: str, queries: list[dict], others: list[str]) -> dict[str, dict]:
+        """{query id: {language code: world share}} for `queries`, the set's requests, against the
+        calibration requests of each language ("" for English); the registries of `others` join
+        the world (never the set's own)."""
         registry = self.registry(lists, name)
         world = np.concatenate([self.world] + [self.registry(lists, o) for o in others if o != name])
 
         def margins(vecs: np.ndarray) -> np.ndarray:
             return (vecs @ registry.T).max(1) - (vecs @ world.T).max(1)
 
-        cal = np.sort(margins(self.cal))
+        cals = {code: np.sort(margins(v)) for code, v in self.cals.items()}
         m = margins(np.stack([self.embed(q["query"]) for q in queries]))
-        return {str(q["id"]): float(np.searchsorted(cal, x, side="left") / len(cal)) for q, x in zip(queries, m)}
+        return {str(q["id"]): {code: float(np.searchsorted(cal, x, side="left") / len(cal))
+                               for code, cal in cals.items()} for q, x in zip(queries, m)}
 
 
 def world_counts(lodo, rows: list[dict], w: float, t: float, world_evidence: bool) -> tuple[int, int, int, int]:
     """(answerable kept, answerable, out-of-scope abstained, out-of-scope) when the confidence is
-    (1 - w) x the shares + w x the world share and the threshold is t."""
+    (1 - w) x the shares + w x the world share and the threshold is t, for the English
+    calibration or the request's language's (either navigating, as toolrag decides)."""
     def navigate(r: dict) -> bool:
-        c, agree = r["shares"]
-        agree = agree and (not world_evidence or r["world"] > lodo.AGREEMENT)
-        return agree or (1 - w) * c + w * r["world"] >= t
+        for code, c, agree in r["judgements"]:
+            world = r["world"][code]
+            agree = agree and (not world_evidence or world > lodo.AGREEMENT)
+            if agree or (1 - w) * c + w * world >= t:
+                return True
+        return False
     return tally(rows, navigate)
 
 
@@ -257,7 +269,7 @@ def auc(pos: list[float], neg: list[float]) -> float:
 def world_probe(args, lodo) -> None:
     """--world: per world size, each set's AUC and the held-out decisions (see World)."""
     for n in args.world or [0]:
-        world = World(args.model, n, args.world_extra)
+        world = World(args.model, -1 if args.world_without_datasets else n, args.world_extra)
         data = {}
         for name in SETS:
             s = labelled_set(lodo, args.lists, name)
@@ -270,8 +282,10 @@ def world_probe(args, lodo) -> None:
                                                     if args.world_of_others else ""))
         for name, rows in data.items():
             def pick(key):
-                return ([r[key] if key == "world" else r[key][0] for r in rows if r["kind"] == "ans"],
-                        [r[key] if key == "world" else r[key][0] for r in rows if r["kind"] == "none"])
+                def value(r):  # the English world share; the best judgement of the shares
+                    return r["world"][""] if key == "world" else r[key][0]
+                return ([value(r) for r in rows if r["kind"] == "ans"],
+                        [value(r) for r in rows if r["kind"] == "none"])
             print(f"  {name}: AUC answerable over out-of-scope: shares {auc(*pick('shares')):.3f}, "
                   f"world share {auc(*pick('world')):.3f}")
         for label, evidence in (("", False), (", agreement needs the world share above the median", True)):
@@ -293,6 +307,9 @@ def main() -> int:
                     help="with --world: the other real sets' registries join each held-out set's world")
     ap.add_argument("--world-extra", type=Path, action="append", default=[], metavar="REGISTRY",
                     help="with --world: a registry (file or folder toolrag reads) whose tools join the world")
+    ap.add_argument("--world-without-datasets", action="store_true",
+                    help="with --world: the dataset tools stay out of the world (only --world-extra "
+                         "and --world-of-others make it)")
     ap.add_argument("--no-languages", action="store_true",
                     help="judge every request against the English calibration requests only, as "
                          "toolrag did before languages were calibrated (the figures of BENCHMARKS.md "
