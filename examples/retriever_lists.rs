@@ -17,8 +17,9 @@
 //! The first line is `{"tools": [ids in ordinal order], "terms": N}`; then
 //! one line per request: `{"id", "terms": [[term, df, max]], "lexical":
 //! [[ordinal, score]], "dense": [[ordinal, score]], "lang"}`, where `lang`
-//! is the code of the calibrated language the searcher measures the request
-//! against (null for English: `calibration::language_of`). The model is found as
+//! is the code of the calibrated language whose noise the searcher judges
+//! the request against when the English noise would abstain on it (null
+//! when there is none: `calibration::language_of`). The model is found as
 //! the binary finds it (`TOOLRAG_MODEL_DIR`, then `./models`), or is the one
 //! `TOOLRAG_MODEL` names (a shipped model's name, or a model folder).
 
