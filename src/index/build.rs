@@ -485,7 +485,8 @@ fn build_generation(
         drop(texts);
         cache.extend(todo.iter().map(|(_, h)| *h).zip(vectors));
         // The calibration requests of every language, embedded as queries
-        // (a few seconds).
+        // (a few seconds; nothing when this process embedded them with the
+        // same model before).
         let calibration_vectors = crate::search::calibration::embed_requests(embedder.get())?;
         report.embed_seconds = t_embed.elapsed().as_secs_f64();
         progress(BuildProgress::EmbedDone);
@@ -526,7 +527,7 @@ fn build_generation(
         calibration = Some(calibrate(
             &staging,
             counts.tools,
-            Some(&calibration_vectors),
+            Some(calibration_vectors.as_slice()),
         )?);
 
         // Phase 3: the graph, streamed from vectors.bin, only for an index

@@ -477,18 +477,42 @@ fn hubs(lists: &[Vec<(u32, f32)>]) -> (Vec<f32>, Vec<f32>) {
 /// Embeds every set of calibration requests ([`request_sets`]), in order,
 /// as the dense retriever embeds a query: the whole request, then one
 /// vector per clause. The requests are embedded in parallel (an embedder
-/// with several sessions keeps every core busy).
-pub fn embed_requests(embedder: &dyn crate::embed::Embedder) -> Result<Vec<RequestVectors>> {
+/// with several sessions keeps every core busy). The vectors depend only on
+/// the model, so the process keeps the last model's (about 2 MB) and a
+/// second build with the same model (the MCP gateway's rebuilds when a
+/// server's tools change) takes them from there instead of embedding again.
+pub fn embed_requests(
+    embedder: &dyn crate::embed::Embedder,
+) -> Result<std::sync::Arc<Vec<RequestVectors>>> {
     use rayon::prelude::*;
-    request_sets()
+    use std::sync::{Arc, Mutex};
+    static LAST: Mutex<Option<(String, Arc<Vec<RequestVectors>>)>> = Mutex::new(None);
+    let key = format!(
+        "{}\n{}\n{}",
+        embedder.model_id(),
+        embedder.dimension(),
+        embedder.fingerprint()
+    );
+    let cached = |last: &Option<(String, Arc<Vec<RequestVectors>>)>| {
+        last.as_ref()
+            .filter(|(k, _)| *k == key)
+            .map(|(_, v)| Arc::clone(v))
+    };
+    if let Some(v) = cached(&LAST.lock().unwrap_or_else(|e| e.into_inner())) {
+        return Ok(v);
+    }
+    let vectors: Vec<RequestVectors> = request_sets()
         .into_iter()
         .map(|(_, requests)| {
             requests
                 .par_iter()
                 .map(|q| embedder.embed_query_parts(q, &clause_spans(q)))
-                .collect()
+                .collect::<Result<_>>()
         })
-        .collect()
+        .collect::<Result<_>>()?;
+    let vectors = Arc::new(vectors);
+    *LAST.lock().unwrap_or_else(|e| e.into_inner()) = Some((key, Arc::clone(&vectors)));
+    Ok(vectors)
 }
 
 /// Reads the calibration of the generation folder `gen`; `None` for a
@@ -695,6 +719,62 @@ mod tests {
             .for_language("envoie un e-mail à pierre pour dire que je serai en retard")
             .is_none());
         assert!(plain.languages().is_empty() && plain.language().is_none());
+    }
+
+    /// An embedder that counts its calls: a fixed unit vector per text.
+    struct Counting {
+        fingerprint: String,
+        calls: std::sync::atomic::AtomicUsize,
+    }
+
+    impl crate::embed::Embedder for Counting {
+        fn model_id(&self) -> &str {
+            "counting"
+        }
+        fn dimension(&self) -> usize {
+            2
+        }
+        fn fingerprint(&self) -> &str {
+            &self.fingerprint
+        }
+        fn embed_query(&self, _: &str) -> Result<Vec<f32>> {
+            self.calls
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Ok(vec![1.0, 0.0])
+        }
+        fn embed_documents(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+            Ok(texts.iter().map(|_| vec![1.0, 0.0]).collect())
+        }
+    }
+
+    #[test]
+    fn a_second_build_with_the_same_model_does_not_embed_the_calibration_again() {
+        let counting = |fingerprint: &str| Counting {
+            fingerprint: fingerprint.into(),
+            calls: Default::default(),
+        };
+        let calls = |e: &Counting| e.calls.load(std::sync::atomic::Ordering::Relaxed);
+        let a = counting("calibration-cache-test-a");
+        let first = embed_requests(&a).unwrap();
+        let total: usize = request_sets().iter().map(|(_, r)| r.len()).sum();
+        assert_eq!(first.len(), LANGUAGES.len() + 1);
+        assert!(
+            calls(&a) >= total,
+            "{} calls for {total} requests",
+            calls(&a)
+        );
+        let after_first = calls(&a);
+        let again = embed_requests(&a).unwrap();
+        assert_eq!(
+            calls(&a),
+            after_first,
+            "the same model embeds nothing again"
+        );
+        assert!(std::sync::Arc::ptr_eq(&first, &again));
+        // Another model's fingerprint embeds them again.
+        let b = counting("calibration-cache-test-b");
+        embed_requests(&b).unwrap();
+        assert!(calls(&b) >= total);
     }
 
     #[test]
