@@ -170,7 +170,9 @@ impl PinLock {
     }
 
     /// Writes the lock file if a pin changed since it was read or saved: a
-    /// temporary file beside it, synced, then renamed over it.
+    /// temporary file beside it, synced, then renamed over it. The temporary
+    /// file's name is unique, so two gateways sharing the lock file (two
+    /// clients on one index folder) never rename each other's.
     pub fn save(&mut self) -> Result<(), GatewayError> {
         if !self.dirty {
             return Ok(());
@@ -179,22 +181,26 @@ impl PinLock {
             path: self.path.clone(),
             source,
         };
-        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(io)?;
-        }
+        let dir = self
+            .path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir).map_err(io)?;
         let file = LockFile {
             version: VERSION,
             tools: self.tools.clone(),
         };
         let mut bytes = serde_json::to_vec_pretty(&file).expect("a lock file serialises");
         bytes.push(b'\n');
-        let tmp = self.path.with_extension("json.tmp");
-        {
-            let mut f = std::fs::File::create(&tmp).map_err(io)?;
-            f.write_all(&bytes).map_err(io)?;
-            f.sync_all().map_err(io)?;
-        }
-        std::fs::rename(&tmp, &self.path).map_err(io)?;
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".lock.")
+            .suffix(".tmp")
+            .tempfile_in(dir)
+            .map_err(io)?;
+        tmp.write_all(&bytes).map_err(io)?;
+        tmp.as_file().sync_all().map_err(io)?;
+        tmp.persist(&self.path).map_err(|e| io(e.error))?;
         self.dirty = false;
         Ok(())
     }
@@ -263,6 +269,44 @@ mod tests {
             PinCheck::Changed { fields, .. } => assert_eq!(fields, ["description", "inputSchema"]),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn two_writers_of_one_lock_file_never_fail_and_leave_a_whole_file() {
+        // Two gateways on one index folder pin the same tools at the same
+        // time. With one shared temporary name, one renamed the other's
+        // file away and failed with "No such file or directory".
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.lock.json");
+        let tool = json!({"name": "add", "description": "Adds two numbers."});
+        std::thread::scope(|scope| {
+            for w in 0..2 {
+                let (path, tool) = (&path, &tool);
+                scope.spawn(move || {
+                    for i in 0..200 {
+                        let mut lock = PinLock::open(path).unwrap();
+                        lock.pin(&format!("m/add-{w}-{i}"), tool);
+                        lock.save().unwrap();
+                    }
+                });
+            }
+        });
+        // Whole and readable; a concurrent writer's pins may be lost (each
+        // rewrites what it read), but the last writer's own last pin is there.
+        let lock = PinLock::open(&path).unwrap();
+        assert!(
+            lock.check("m/add-0-199", &tool) == PinCheck::Same
+                || lock.check("m/add-1-199", &tool) == PinCheck::Same
+        );
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(
+            left,
+            [std::ffi::OsString::from("index.lock.json")],
+            "{left:?}"
+        );
     }
 
     #[test]
