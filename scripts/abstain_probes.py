@@ -117,8 +117,9 @@ def rows_of(lodo, s, tokens: Tokens | None, texts: dict) -> list[dict]:
         r = s.rows[str(q["id"])]
         sl, sd = lodo.shares(s.cal, r)
         agree = bool(r["lexical"]) and bool(r["dense"]) and r["lexical"][0][0] == r["dense"][0][0]
-        row = {"id": str(q["id"]), "kind": "none" if q in s.none else "ans", "shares": lodo.judged(s, r, W),
-               "judgements": lodo.judgements(s, r, W)}
+        js = lodo.judgements(s, r, W)
+        row = {"id": str(q["id"]), "kind": "none" if q in s.none else "ans", "shares": lodo.best(js),
+               "judgements": js}
         for key, share in (("bound", lodo.ecdf(bg[False], bound(r, False))),
                            ("bound+unknown", lodo.ecdf(bg[True], bound(r, True)))):
             row[key] = ((1 - W) * share + W * sd, agree and share > lodo.AGREEMENT and sd > lodo.AGREEMENT)
@@ -179,7 +180,7 @@ class World:
     registry), put on a scale by the registry's own calibration requests (the share of them whose
     margin is below the request's)."""
 
-    def __init__(self, model: Path, sample: int, extra: list[Path], seed: int = 42):
+    def __init__(self, lodo, model: Path, sample: int, extra: list[Path], seed: int = 42):
         import random
         from train_model import DATA, DATASETS, ort_embedder
         self.embed = ort_embedder(model / "model.onnx", model / "tokenizer.json", 2)
@@ -191,10 +192,8 @@ class World:
         texts += [t["text"] for registry in extra for t in tool_texts(registry).values()]
         self.world = np.stack([self.embed(t) for t in texts])
         # The calibration requests of each language ("" for English), as toolrag measures them.
-        self.cals = {}
-        for code, path in [("", ROOT / "src" / "search" / "background.txt")] + sorted(
-                (p.name.split(".")[1], p) for p in (ROOT / "src" / "search").glob("background.*.txt")):
-            self.cals[code] = np.stack([self.embed(c.strip()) for c in open(path) if c.strip()])
+        self.cals = {code: np.stack([self.embed(c.strip()) for c in open(path) if c.strip()])
+                     for code, path in lodo.calibration_requests().items()}
         self.registries: dict[str, np.ndarray] = {}
 
     def registry(self, lists: Path, name: str) -> np.ndarray:
@@ -269,7 +268,7 @@ def auc(pos: list[float], neg: list[float]) -> float:
 def world_probe(args, lodo) -> None:
     """--world: per world size, each set's AUC and the held-out decisions (see World)."""
     for n in args.world or [0]:
-        world = World(args.model, -1 if args.world_without_datasets else n, args.world_extra)
+        world = World(lodo, args.model, -1 if args.world_without_datasets else n, args.world_extra)
         data = {}
         for name in SETS:
             s = labelled_set(lodo, args.lists, name)

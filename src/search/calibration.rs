@@ -484,22 +484,15 @@ fn hubs(lists: &[Vec<(u32, f32)>]) -> (Vec<f32>, Vec<f32>) {
 pub fn embed_requests(
     embedder: &dyn crate::embed::Embedder,
 ) -> Result<std::sync::Arc<Vec<RequestVectors>>> {
+    use crate::index::ModelInfo;
     use rayon::prelude::*;
     use std::sync::{Arc, Mutex};
-    static LAST: Mutex<Option<(String, Arc<Vec<RequestVectors>>)>> = Mutex::new(None);
-    let key = format!(
-        "{}\n{}\n{}",
-        embedder.model_id(),
-        embedder.dimension(),
-        embedder.fingerprint()
-    );
-    let cached = |last: &Option<(String, Arc<Vec<RequestVectors>>)>| {
-        last.as_ref()
-            .filter(|(k, _)| *k == key)
-            .map(|(_, v)| Arc::clone(v))
-    };
-    if let Some(v) = cached(&LAST.lock().unwrap_or_else(|e| e.into_inner())) {
-        return Ok(v);
+    static LAST: Mutex<Option<(ModelInfo, Arc<Vec<RequestVectors>>)>> = Mutex::new(None);
+    let key = ModelInfo::of(embedder);
+    if let Some((model, v)) = &*LAST.lock().unwrap_or_else(|e| e.into_inner()) {
+        if *model == key {
+            return Ok(Arc::clone(v));
+        }
     }
     let vectors: Vec<RequestVectors> = request_sets()
         .into_iter()
