@@ -32,9 +32,12 @@ impl Best {
         }
         self.items.push((i, score));
         if self.items.len() >= 2 * self.k {
-            self.items = top(std::mem::take(&mut self.items), self.k);
-            self.floor = self.items.last().map_or(f32::NEG_INFINITY, |x| x.1);
-            self.items.reserve(self.k);
+            // Only the k-th best matters here, not the order of the others:
+            // a selection, without the sort `top` would add.
+            let k = self.k;
+            self.items.select_nth_unstable_by(k - 1, by_score);
+            self.items.truncate(k);
+            self.floor = self.items[k - 1].1;
         }
     }
 

@@ -14,6 +14,7 @@
 mod bits;
 mod exact;
 mod graph;
+mod int8;
 mod vectors;
 
 use std::path::Path;
