@@ -2,10 +2,12 @@
 """Abstain probes: how far the calibrated shares can go, and two signals tried beside them.
 
   target/train-venv/bin/python scripts/abstain_probes.py [--lists target/lodo-minilm-tools]
-      [--model models/minilm-tools] [--world [N ...] [--world-of-others] [--world-extra DIR]]
+      [--model models/minilm-tools] [--world [N ...] [--world-of-others] [--world-extra DIR]
+      [--world-without-datasets] [--all-sets]]
 
 Reads the lists that `scripts/lodo --model minilm-tools` leaves in target/lodo-minilm-tools (run
-it first) and, for the four real labelled sets (golden, mcp_dev, mcp_ref, mcp_pypi), prints:
+it first; each set's tools and requests are copied beside them where `--peers` did not) and,
+for the four real labelled sets (golden, mcp_dev, mcp_ref, mcp_pypi), prints:
 
 - the oracle: the out-of-scope share abstained when the threshold is chosen on the set itself at
   exactly 95% of its answerable requests kept (an upper bound for the shares);
@@ -17,7 +19,10 @@ it first) and, for the four real labelled sets (golden, mcp_dev, mcp_ref, mcp_py
 
 With --world (and --world-of-others), only the world-margin probe: a request's best cosine to the
 registry minus its best cosine to a corpus of other tools, as a share of the registry's calibration
-requests, mixed into the confidence with a weight chosen held out (see World).
+requests, mixed into the confidence with a weight chosen held out (see World). It also prints the
+shares alone under the same protocol (weight 0), and the oracle at weight 0 and at 0.3, so that a
+gain held out can be told from a move along the same trade-off. --all-sets adds the four datasets
+to the folds (kept only, as scripts/lodo pools them).
 
 The shares mirror scripts/lodo (imported, with its hub correction and the languages' second
 opinion unless --no-languages), dense weight 0.7 and noise quantile 0.25 (the shipped defaults). Research only: nothing here is used by toolrag. Needs numpy,
@@ -38,6 +43,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from train_model import ROOT, tool_texts  # noqa: E402  (the text toolrag embeds, one dump)
 
 SETS = ["golden", "mcp_dev", "mcp_ref", "mcp_pypi"]
+# With --all-sets, the four datasets join the world probe's folds as scripts/lodo pools them: they
+# have no out-of-scope requests, so they only hold the pooled kept share at 95%.
+DATASETS = ["bfcl", "bfcl_multiturn", "apibench", "seal_tools"]
 W, Q0 = 0.7, 0.25
 STOP = set("a an the to of in on for and or with my me i you your please can could would this that it is "
            "are be by from at as do does what how which all any some into about show get".split())
@@ -102,6 +110,18 @@ def bound(r: dict, unknown: bool) -> float:
     return r["lexical"][0][1] / den if den > 0 else 0.0
 
 
+def ensure_data(lodo, lists: Path, names: list[str]) -> None:
+    """Each set's tools and requests in peers.py's layout under `lists`/data (what `scripts/lodo
+    --peers` writes; a run without --peers leaves only the lists), made with the release binary
+    where missing."""
+    lodo.WORK = lists
+    binary = ROOT / "target" / "release" / "toolrag"
+    for name in names:
+        if not (lists / "data" / name / "tools.jsonl").exists():
+            registry, queries = lodo.sets()[name]
+            lodo.peer_data(name, registry, queries, binary)
+
+
 def labelled_set(lodo, lists: Path, name: str):
     """scripts/lodo's LabelledSet for `name`, from the data and lists of a `scripts/lodo` run."""
     return lodo.LabelledSet(name, lists / "data" / name / "queries.jsonl", lists / "lists" / f"{name}.jsonl",
@@ -159,7 +179,7 @@ def choose_held_out(lodo, data: dict, counts, outer, inner) -> dict:
                     best = (tot[2] / tot[3], a, b)
         _, a, b = best
         k, na, ab, nn = counts(data[held], a, b)
-        out[held] = (a, b, round(k / na, 3), round(ab / nn, 3))
+        out[held] = (a, b, round(k / na, 3), round(ab / nn, 3) if nn else None)
     return out
 
 
@@ -232,11 +252,14 @@ def world_counts(lodo, rows: list[dict], w: float, t: float, world_evidence: boo
     return tally(rows, navigate)
 
 
-def world_oracle(lodo, rows: list[dict], world_evidence: bool) -> float:
-    """The most out-of-scope requests abstained with the weight and threshold chosen on the set
-    itself at 95% kept: an upper bound for the world share and the shares together."""
+def world_oracle(lodo, rows: list[dict], world_evidence: bool, ws=tuple(np.arange(0, 1.0001, 0.1))) -> float | None:
+    """The most out-of-scope requests abstained with the weight (from `ws`) and threshold chosen
+    on the set itself at 95% kept: an upper bound for the world share and the shares together
+    (None for a set without out-of-scope requests)."""
+    if not any(r["kind"] == "none" for r in rows):
+        return None
     best = 0.0
-    for w in np.arange(0, 1.0001, 0.1):
+    for w in ws:
         for t in np.arange(0, 1.0001, 0.005):
             k, na, ab, nn = world_counts(lodo, rows, w, t, world_evidence)
             if k / na >= lodo.KEPT:
@@ -244,19 +267,26 @@ def world_oracle(lodo, rows: list[dict], world_evidence: bool) -> float:
     return best
 
 
-def world_held_out(lodo, data: dict, world_evidence: bool = False) -> dict:
-    """Each set held out: the world share's weight in the confidence (0 to 0.9) and the threshold
-    chosen on the other three at 95% pooled kept, agreement still navigating (with
-    `world_evidence`, only when the world share is above the median calibration request too)."""
+def world_held_out(lodo, data: dict, world_evidence: bool = False, ws=tuple(np.arange(0, 0.91, 0.1))) -> dict:
+    """Each set held out: the world share's weight in the confidence (from `ws`, 0 to 0.9) and
+    the threshold chosen on the other sets at 95% pooled kept, agreement still navigating (with
+    `world_evidence`, only when the world share is above the median calibration request too).
+    With `ws` = (0,) it is the shares alone under the same protocol."""
     res = choose_held_out(lodo, data, lambda rows, w, t: world_counts(lodo, rows, w, t, world_evidence),
-                          np.arange(0, 0.91, 0.1), np.arange(0, 1.0001, 0.01))
+                          ws, np.arange(0, 1.0001, 0.01))
     return {n: {"w": round(float(w), 1), "t": round(float(t), 2), "kept": kept, "abstained": abst}
             for n, (w, t, kept, abst) in res.items()}
 
 
 def folds(res: dict, detail) -> str:
-    """One line of held-out figures: "set kept/abstained (detail)" for each set."""
-    return "  ".join(f"{n} {v['kept']:.3f}/{v['abstained']:.3f} ({detail(v)})" for n, v in res.items())
+    """One line of held-out figures: "set kept/abstained (detail)" for each set ("-" abstained
+    for a set without out-of-scope requests), and the mean over the four real sets."""
+    def ab(v):
+        return "-" if v["abstained"] is None else f"{v['abstained']:.3f}"
+    real = [v for n, v in res.items() if n in SETS]
+    mean = (f"  mean of the real sets {np.mean([v['kept'] for v in real]):.3f}/"
+            f"{np.mean([v['abstained'] for v in real]):.3f}")
+    return "  ".join(f"{n} {v['kept']:.3f}/{ab(v)} ({detail(v)})" for n, v in res.items()) + mean
 
 
 def auc(pos: list[float], neg: list[float]) -> float:
@@ -270,7 +300,7 @@ def world_probe(args, lodo) -> None:
     for n in args.world or [0]:
         world = World(lodo, args.model, -1 if args.world_without_datasets else n, args.world_extra)
         data = {}
-        for name in SETS:
+        for name in (DATASETS + SETS if args.all_sets else SETS):
             s = labelled_set(lodo, args.lists, name)
             shares = world.shares(args.lists, name, s.queries, SETS if args.world_of_others else [])
             rows = rows_of(lodo, s, None, {})
@@ -280,6 +310,8 @@ def world_probe(args, lodo) -> None:
         print(f"world of {len(world.world)} tools" + (", and the other real sets' registries"
                                                     if args.world_of_others else ""))
         for name, rows in data.items():
+            if not any(r["kind"] == "none" for r in rows):
+                continue  # a dataset: no out-of-scope requests, no AUC
             def pick(key):
                 def value(r):  # the English world share; the best judgement of the shares
                     return r["world"][""] if key == "world" else r[key][0]
@@ -287,11 +319,20 @@ def world_probe(args, lodo) -> None:
                         [value(r) for r in rows if r["kind"] == "none"])
             print(f"  {name}: AUC answerable over out-of-scope: shares {auc(*pick('shares')):.3f}, "
                   f"world share {auc(*pick('world')):.3f}")
+        def oracles(evidence: bool, ws) -> str:
+            return "  ".join(f"{n} {o:.3f}" for n, rows in data.items()
+                             if (o := world_oracle(lodo, rows, evidence, ws)) is not None)
+        others = "the other seven" if args.all_sets else "the other three"
+        res = world_held_out(lodo, data, False, (0.0,))
+        line = folds(res, lambda v: "t " + str(v["t"]))
+        print(f"  the shares alone, same protocol (weight 0): held out {line}")
+        print(f"  oracle at weight 0: {oracles(False, (0.0,))}")
+        print(f"  oracle at weight 0.3: {oracles(False, (0.3,))}")
         for label, evidence in (("", False), (", agreement needs the world share above the median", True)):
             print(f"  oracle (weight and threshold on the set itself, at least 95% kept{label}): "
-                  + "  ".join(f"{n} {world_oracle(lodo, rows, evidence):.3f}" for n, rows in data.items()))
+                  + oracles(evidence, tuple(np.arange(0, 1.0001, 0.1))))
             res = world_held_out(lodo, data, evidence)
-            print(f"  held out (kept/abstained, weight and threshold from the other three{label}): "
+            print(f"  held out (kept/abstained, weight and threshold from {others}{label}): "
                   + folds(res, lambda v: f"w {v['w']}, t {v['t']}"))
 
 
@@ -309,6 +350,8 @@ def main() -> int:
     ap.add_argument("--world-without-datasets", action="store_true",
                     help="with --world: the dataset tools stay out of the world (only --world-extra "
                          "and --world-of-others make it)")
+    ap.add_argument("--all-sets", action="store_true",
+                    help="with --world: the four datasets join the folds (kept only), as in scripts/lodo")
     ap.add_argument("--no-languages", action="store_true",
                     help="judge every request against the English calibration requests only, as "
                          "toolrag did before languages were calibrated (the figures of BENCHMARKS.md "
@@ -316,6 +359,7 @@ def main() -> int:
     args = ap.parse_args()
     lodo = load_lodo()
     lodo.LANGUAGES = not args.no_languages
+    ensure_data(lodo, args.lists, DATASETS + SETS if args.all_sets else SETS)
     if args.world is not None:
         world_probe(args, lodo)
         return 0
