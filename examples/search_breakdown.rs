@@ -77,6 +77,17 @@ fn main() -> Result<()> {
     let mut clauses = 0;
     let depth = SearchConfig::default().depth;
     let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
+    // One top-10 search of `q` in `mode`, timed in ms.
+    let timed = |s: &Searcher, q: &str, mode: Mode| -> Result<f64> {
+        let req = SearchRequest {
+            k: 10,
+            mode,
+            ..SearchRequest::new(q)
+        };
+        let t = Instant::now();
+        std::hint::black_box(s.search(&req)?);
+        Ok(ms(t))
+    };
     for _ in 0..PASSES {
         for q in &qs {
             let t = Instant::now();
@@ -93,28 +104,12 @@ fn main() -> Result<()> {
             }
             for (slot, mode) in [(3, Mode::Dense), (4, Mode::Lexical), (5, Mode::Hybrid)] {
                 model.embed_query(q)?;
-                let req = SearchRequest {
-                    query: q.clone(),
-                    k: 10,
-                    mode,
-                    ..Default::default()
-                };
-                let t = Instant::now();
-                std::hint::black_box(searcher.search(&req)?);
-                times[slot].push(ms(t));
+                times[slot].push(timed(&searcher, q, mode)?);
             }
             let t = Instant::now();
             std::hint::black_box(uncached.embed_query(q)?);
             times[6].push(ms(t));
-            let req = SearchRequest {
-                query: q.clone(),
-                k: 10,
-                mode: Mode::Hybrid,
-                ..Default::default()
-            };
-            let t = Instant::now();
-            std::hint::black_box(uncached.search(&req)?);
-            times[7].push(ms(t));
+            times[7].push(timed(&uncached, q, Mode::Hybrid)?);
             let d = times[7][times[7].len() - 1] - times[6][times[6].len() - 1];
             times[8].push(d);
         }
