@@ -239,49 +239,6 @@ unsafe fn dot_vnni(q: &QueryCode, c: *const i8, dim: usize) -> i32 {
     _mm512_reduce_add_epi32(acc) - q.bias
 }
 
-/// [`block_dots`] with VNNI.
-///
-/// # Safety
-/// The CPU has AVX-512 F, BW and VNNI; `block` holds `n` codes of `dim`
-/// bytes and `out` has room for `n × queries.len()`.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-unsafe fn block_dots_vnni(
-    queries: &[QueryCode],
-    block: &[i8],
-    dim: usize,
-    n: usize,
-    out: &mut [i32],
-) {
-    for p in 0..n {
-        let c = block[p * dim..(p + 1) * dim].as_ptr();
-        for (j, q) in queries.iter().enumerate() {
-            // SAFETY: `c` starts a whole code of `dim` bytes; the caller
-            // checked the CPU.
-            out[j * n + p] = unsafe { dot_vnni(q, c, dim) };
-        }
-    }
-}
-
-/// [`row_dots`] with VNNI.
-///
-/// # Safety
-/// The CPU has AVX-512 F, BW and VNNI, and `out` has room for `rows.len()`.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-unsafe fn row_dots_vnni(q: &QueryCode, codes: &[i8], dim: usize, rows: &[u32], out: &mut [i32]) {
-    for (r, &i) in rows.iter().enumerate() {
-        if let Some(&ahead) = rows.get(r + PREFETCH_AHEAD) {
-            let a = ahead as usize;
-            prefetch(&codes[a * dim..(a + 1) * dim]);
-        }
-        let i = i as usize;
-        let c = codes[i * dim..(i + 1) * dim].as_ptr();
-        // SAFETY: the slice above checked that the code lies within `codes`.
-        out[r] = unsafe { dot_vnni(q, c, dim) };
-    }
-}
-
 /// The dot product of `q` with the code at `c` (`dim` bytes), with AVX2.
 ///
 /// AVX2's byte multiply (`vpmaddubsw`) takes unsigned by signed bytes and
@@ -333,48 +290,67 @@ unsafe fn dot_avx2(q: &QueryCode, c: *const i8, dim: usize) -> i32 {
     sum
 }
 
-/// [`block_dots`] with AVX2.
-///
-/// # Safety
-/// The CPU has AVX2, every query is `signable`, `block` holds `n` codes of
-/// `dim` bytes and `out` has room for `n × queries.len()`.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn block_dots_avx2(
-    queries: &[QueryCode],
-    block: &[i8],
-    dim: usize,
-    n: usize,
-    out: &mut [i32],
-) {
-    for p in 0..n {
-        let c = block[p * dim..(p + 1) * dim].as_ptr();
-        for (j, q) in queries.iter().enumerate() {
-            // SAFETY: `c` starts a whole code of `dim` bytes; the caller
-            // checked the CPU and the queries.
-            out[j * n + p] = unsafe { dot_avx2(q, c, dim) };
+/// The two scans of one kernel: `$block` is [`block_dots`] and `$row` is
+/// [`row_dots`] with `$dot`, compiled with the kernel's `$features`, so that
+/// `$dot` is inlined into their loops.
+macro_rules! scans {
+    ($block:ident, $row:ident, $dot:ident, $features:literal, $cpu:literal) => {
+        #[doc = concat!("[`block_dots`] with ", $cpu, ".")]
+        ///
+        /// # Safety
+        #[doc = concat!("The CPU has ", $cpu, ", each query suits `", stringify!($dot), "`,")]
+        /// `block` holds `n` codes of `dim` bytes and `out` has room for
+        /// `n × queries.len()`.
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $features)]
+        unsafe fn $block(
+            queries: &[QueryCode],
+            block: &[i8],
+            dim: usize,
+            n: usize,
+            out: &mut [i32],
+        ) {
+            for p in 0..n {
+                let c = block[p * dim..(p + 1) * dim].as_ptr();
+                for (j, q) in queries.iter().enumerate() {
+                    // SAFETY: `c` starts a whole code of `dim` bytes; the
+                    // caller checked the CPU and the queries.
+                    out[j * n + p] = unsafe { $dot(q, c, dim) };
+                }
+            }
         }
-    }
+
+        #[doc = concat!("[`row_dots`] with ", $cpu, ".")]
+        ///
+        /// # Safety
+        #[doc = concat!("The CPU has ", $cpu, ", `q` suits `", stringify!($dot), "`,")]
+        /// and `out` has room for `rows.len()`.
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $features)]
+        unsafe fn $row(q: &QueryCode, codes: &[i8], dim: usize, rows: &[u32], out: &mut [i32]) {
+            for (r, &i) in rows.iter().enumerate() {
+                if let Some(&ahead) = rows.get(r + PREFETCH_AHEAD) {
+                    let a = ahead as usize;
+                    prefetch(&codes[a * dim..(a + 1) * dim]);
+                }
+                let i = i as usize;
+                let c = codes[i * dim..(i + 1) * dim].as_ptr();
+                // SAFETY: the slice above checked that the code lies within
+                // `codes`; the caller checked the CPU and the query.
+                out[r] = unsafe { $dot(q, c, dim) };
+            }
+        }
+    };
 }
 
-/// [`row_dots`] with AVX2.
-///
-/// # Safety
-/// The CPU has AVX2, `q` is `signable`, and `out` has room for `rows.len()`.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn row_dots_avx2(q: &QueryCode, codes: &[i8], dim: usize, rows: &[u32], out: &mut [i32]) {
-    for (r, &i) in rows.iter().enumerate() {
-        if let Some(&ahead) = rows.get(r + PREFETCH_AHEAD) {
-            let a = ahead as usize;
-            prefetch(&codes[a * dim..(a + 1) * dim]);
-        }
-        let i = i as usize;
-        let c = codes[i * dim..(i + 1) * dim].as_ptr();
-        // SAFETY: the slice above checked that the code lies within `codes`.
-        out[r] = unsafe { dot_avx2(q, c, dim) };
-    }
-}
+scans!(
+    block_dots_vnni,
+    row_dots_vnni,
+    dot_vnni,
+    "avx512f,avx512bw,avx512vnni",
+    "AVX-512 F, BW and VNNI"
+);
+scans!(block_dots_avx2, row_dots_avx2, dot_avx2, "avx2", "AVX2");
 
 #[cfg(test)]
 mod tests {
