@@ -76,11 +76,7 @@ pub(super) fn block_dots(queries: &[QueryCode], block: &[i8], dim: usize, out: &
         unsafe { block_dots_avx2(queries, block, dim, n, out) };
         return;
     }
-    for (j, q) in queries.iter().enumerate() {
-        for (p, c) in block.chunks_exact(dim).enumerate() {
-            out[j * n + p] = dot_portable(&q.code, c);
-        }
-    }
+    block_loop(queries, block, dim, n, out, |q, c| dot_portable(&q.code, c));
 }
 
 /// `out[r]` = the dot product of `query` with the code of point `rows[r]`
@@ -108,13 +104,48 @@ pub(super) fn row_dots(
         unsafe { row_dots_avx2(query, codes, dim, rows, out) };
         return;
     }
+    row_loop(query, codes, dim, rows, out, |q, c| {
+        dot_portable(&q.code, c)
+    });
+}
+
+/// The loop of [`block_dots`] around one kernel's dot product `dot(q, c)`
+/// of a query with a point's whole code; inlined into each kernel's scan,
+/// so that the kernel's dot product is inlined into it with its instructions.
+#[inline(always)]
+fn block_loop(
+    queries: &[QueryCode],
+    block: &[i8],
+    dim: usize,
+    n: usize,
+    out: &mut [i32],
+    dot: impl Fn(&QueryCode, &[i8]) -> i32,
+) {
+    for (p, c) in block.chunks_exact(dim).enumerate() {
+        for (j, q) in queries.iter().enumerate() {
+            out[j * n + p] = dot(q, c);
+        }
+    }
+}
+
+/// The loop of [`row_dots`] around one kernel's dot product (see
+/// [`block_loop`]), prefetching [`PREFETCH_AHEAD`] rows ahead.
+#[inline(always)]
+fn row_loop(
+    query: &QueryCode,
+    codes: &[i8],
+    dim: usize,
+    rows: &[u32],
+    out: &mut [i32],
+    dot: impl Fn(&QueryCode, &[i8]) -> i32,
+) {
     for (r, &i) in rows.iter().enumerate() {
         if let Some(&ahead) = rows.get(r + PREFETCH_AHEAD) {
             let a = ahead as usize;
             prefetch(&codes[a * dim..(a + 1) * dim]);
         }
         let i = i as usize;
-        out[r] = dot_portable(&query.code, &codes[i * dim..(i + 1) * dim]);
+        out[r] = dot(query, &codes[i * dim..(i + 1) * dim]);
     }
 }
 
@@ -290,67 +321,72 @@ unsafe fn dot_avx2(q: &QueryCode, c: *const i8, dim: usize) -> i32 {
     sum
 }
 
-/// The two scans of one kernel: `$block` is [`block_dots`] and `$row` is
-/// [`row_dots`] with `$dot`, compiled with the kernel's `$features`, so that
-/// `$dot` is inlined into their loops.
-macro_rules! scans {
-    ($block:ident, $row:ident, $dot:ident, $features:literal, $cpu:literal) => {
-        #[doc = concat!("[`block_dots`] with ", $cpu, ".")]
-        ///
-        /// # Safety
-        #[doc = concat!("The CPU has ", $cpu, ", each query suits `", stringify!($dot), "`,")]
-        /// `block` holds `n` codes of `dim` bytes and `out` has room for
-        /// `n × queries.len()`.
-        #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = $features)]
-        unsafe fn $block(
-            queries: &[QueryCode],
-            block: &[i8],
-            dim: usize,
-            n: usize,
-            out: &mut [i32],
-        ) {
-            for p in 0..n {
-                let c = block[p * dim..(p + 1) * dim].as_ptr();
-                for (j, q) in queries.iter().enumerate() {
-                    // SAFETY: `c` starts a whole code of `dim` bytes; the
-                    // caller checked the CPU and the queries.
-                    out[j * n + p] = unsafe { $dot(q, c, dim) };
-                }
-            }
-        }
-
-        #[doc = concat!("[`row_dots`] with ", $cpu, ".")]
-        ///
-        /// # Safety
-        #[doc = concat!("The CPU has ", $cpu, ", `q` suits `", stringify!($dot), "`,")]
-        /// and `out` has room for `rows.len()`.
-        #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = $features)]
-        unsafe fn $row(q: &QueryCode, codes: &[i8], dim: usize, rows: &[u32], out: &mut [i32]) {
-            for (r, &i) in rows.iter().enumerate() {
-                if let Some(&ahead) = rows.get(r + PREFETCH_AHEAD) {
-                    let a = ahead as usize;
-                    prefetch(&codes[a * dim..(a + 1) * dim]);
-                }
-                let i = i as usize;
-                let c = codes[i * dim..(i + 1) * dim].as_ptr();
-                // SAFETY: the slice above checked that the code lies within
-                // `codes`; the caller checked the CPU and the query.
-                out[r] = unsafe { $dot(q, c, dim) };
-            }
-        }
-    };
+/// [`block_dots`] with VNNI.
+///
+/// # Safety
+/// The CPU has AVX-512 F, BW and VNNI, and `out` has room for
+/// `n × queries.len()` (`n` codes of `dim` bytes in `block`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+unsafe fn block_dots_vnni(
+    queries: &[QueryCode],
+    block: &[i8],
+    dim: usize,
+    n: usize,
+    out: &mut [i32],
+) {
+    // SAFETY: `c` is a whole code of `dim` bytes; the caller checked the CPU.
+    block_loop(queries, block, dim, n, out, |q, c| unsafe {
+        dot_vnni(q, c.as_ptr(), dim)
+    });
 }
 
-scans!(
-    block_dots_vnni,
-    row_dots_vnni,
-    dot_vnni,
-    "avx512f,avx512bw,avx512vnni",
-    "AVX-512 F, BW and VNNI"
-);
-scans!(block_dots_avx2, row_dots_avx2, dot_avx2, "avx2", "AVX2");
+/// [`row_dots`] with VNNI.
+///
+/// # Safety
+/// The CPU has AVX-512 F, BW and VNNI, and `out` has room for `rows.len()`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+unsafe fn row_dots_vnni(q: &QueryCode, codes: &[i8], dim: usize, rows: &[u32], out: &mut [i32]) {
+    // SAFETY: as in `block_dots_vnni`.
+    row_loop(q, codes, dim, rows, out, |q, c| unsafe {
+        dot_vnni(q, c.as_ptr(), dim)
+    });
+}
+
+/// [`block_dots`] with AVX2.
+///
+/// # Safety
+/// The CPU has AVX2, every query is `signable`, and `out` has room for
+/// `n × queries.len()` (`n` codes of `dim` bytes in `block`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn block_dots_avx2(
+    queries: &[QueryCode],
+    block: &[i8],
+    dim: usize,
+    n: usize,
+    out: &mut [i32],
+) {
+    // SAFETY: `c` is a whole code of `dim` bytes; the caller checked the CPU
+    // and the queries.
+    block_loop(queries, block, dim, n, out, |q, c| unsafe {
+        dot_avx2(q, c.as_ptr(), dim)
+    });
+}
+
+/// [`row_dots`] with AVX2.
+///
+/// # Safety
+/// The CPU has AVX2, `q` is `signable`, and `out` has room for `rows.len()`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn row_dots_avx2(q: &QueryCode, codes: &[i8], dim: usize, rows: &[u32], out: &mut [i32]) {
+    // SAFETY: as in `block_dots_avx2`.
+    row_loop(q, codes, dim, rows, out, |q, c| unsafe {
+        dot_avx2(q, c.as_ptr(), dim)
+    });
+}
 
 #[cfg(test)]
 mod tests {
