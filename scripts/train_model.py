@@ -24,6 +24,19 @@ Outputs, in --out:
                            size, sha256, single-thread query p50 and cosine to this run's fp32
 
 With --no-train the base model itself is exported and quantised (to measure the forms alone).
+
+Research options (not used for the shipped model; BENCHMARKS.md, "Abstain"):
+  --hard-negatives K   each pair also carries the K tools of its own registry that the shipped
+                       model (models/minilm-tools) ranks highest among those the request does
+                       not need (not sharing a name or text with one it needs, and below 95% of
+                       the best needed tool's cosine, which drops duplicates under other names):
+                       the request as if its tool were missing, an adjacent out-of-scope
+                       request. Mined once per model and K (target/train/cache). They join the
+                       in-batch candidates (masked where they repeat a row's own positive).
+  --absolute           adds binary cross-entropy on a*cos - b (a, b learnt) over each pair's
+                       positive (1) and hard negatives (0): a missing tool's neighbour must score
+                       below what a served request scores on every registry, not only below its
+                       own positive. Needs --hard-negatives.
 """
 from __future__ import annotations
 
@@ -100,37 +113,84 @@ def tool_texts(registry: Path) -> dict[str, dict]:
     return {r["id"]: r for r in rows}
 
 
-def training_pairs(leave_out: list[str]) -> tuple[list[tuple[str, str]], dict]:
-    pairs: list[tuple[str, str]] = []
+def training_pairs(leave_out: list[str], hard: int = 0) -> tuple[list[tuple], dict]:
+    """(request, tool text, hard negative texts) per pair (no hard negatives unless `hard`)."""
+    pairs: list[tuple] = []
     sources: dict[str, dict] = {}
+    miner = HardNegatives(hard) if hard else None
     for ds in DATASETS:
         if ds in leave_out:
             continue
         tools = DATA / ds / "tools.jsonl"
         queries = DATA / ds / "queries.jsonl"
         texts = tool_texts(tools)
+        if miner:
+            miner.registry(ds, texts)
         n = 0
         with open(queries) as fh:
             for line in fh:
                 q = json.loads(line)
                 if q.get("kind") == "none":
                     continue
+                negs = miner.negatives(ds, q["query"], q["relevant"]) if miner else []
                 for tid in q["relevant"]:
                     if tid in texts:
-                        pairs.append((q["query"], texts[tid]["text"]))
+                        pairs.append((q["query"], texts[tid]["text"], negs))
                         n += 1
         sources[ds] = {"pairs": n, "tools_sha256": sha256(tools), "queries_sha256": sha256(queries)}
     texts = tool_texts(ROOT / "tools")
+    if miner:
+        miner.registry("tools", texts)
     n = 0
-    for t in texts.values():
+    for tid, t in texts.items():
         for ex in t["examples"]:
-            pairs.append((ex, t["text"]))
+            pairs.append((ex, t["text"], miner.negatives("tools", ex, [tid]) if miner else []))
             n += 1
     sources["tools/ examples"] = {"pairs": n}
     return pairs, sources
 
 
-def batches(pairs: list[tuple[str, str]], size: int, rng: random.Random) -> list[list[tuple[str, str]]]:
+class HardNegatives:
+    """The `k` tools of a request's registry that the shipped model ranks highest among those it
+    does not need, skipping any whose name or text equals a needed tool's (BFCL registers some
+    functions dozens of times: a copy of the positive is no negative) and any within 95% of the
+    best needed tool's cosine (a duplicate under another name)."""
+
+    def __init__(self, k: int):
+        model = ROOT / "models" / "minilm-tools"
+        self.k = k
+        self.embed = ort_embedder(model / "model.onnx", model / "tokenizer.json", os.cpu_count() or 1)
+        self.regs: dict[str, tuple[list[str], list[str], object]] = {}
+
+    def registry(self, key: str, texts: dict[str, dict]) -> None:
+        import numpy as np
+        t0 = time.time()
+        ids = list(texts)
+        body = [texts[i]["text"] for i in ids]
+        self.regs[key] = (ids, body, np.stack([self.embed(b) for b in body]))
+        log(f"hard negatives: {key}: {len(ids)} tools embedded in {time.time() - t0:.0f} s")
+
+    def negatives(self, key: str, request: str, relevant: list[str]) -> list[str]:
+        import numpy as np
+        ids, body, vecs = self.regs[key]
+        rel = set(relevant)
+        rel_text = {b for i, b in zip(ids, body) if i in rel}
+        rel_name = {i.split("#")[0] for i in rel}
+        cos = vecs @ self.embed(request)
+        # Positive-aware mining (NV-Retriever's TopK-PercPos): a candidate within 95% of the
+        # positive's cosine is as likely a duplicate under another name as a true negative.
+        ceiling = 0.95 * max((c for i, c in zip(ids, cos) if i in rel), default=1.0)
+        out: list[str] = []
+        for j in np.argsort(-cos)[:50]:
+            if (ids[j] not in rel and ids[j].split("#")[0] not in rel_name and body[j] not in rel_text
+                    and body[j] not in out and cos[j] < ceiling):
+                out.append(body[j])
+                if len(out) == self.k:
+                    break
+        return out
+
+
+def batches(pairs: list[tuple], size: int, rng: random.Random) -> list[list[tuple]]:
     """Shuffled batches in which no request and no tool text appears twice. A pair that would
     repeat one waits for a later batch; the last, short batch is kept."""
     order = pairs[:]
@@ -140,7 +200,7 @@ def batches(pairs: list[tuple[str, str]], size: int, rng: random.Random) -> list
     while pending:
         batch, seen, rest = [], set(), []
         for p in pending:
-            if len(batch) < size and p[0] not in seen and p[1] not in seen:
+            if len(batch) < size and p[0] not in seen and p[1] not in seen:  # request, tool text
                 batch.append(p)
                 seen.add(p[0])
                 seen.add(p[1])
@@ -153,7 +213,7 @@ def batches(pairs: list[tuple[str, str]], size: int, rng: random.Random) -> list
 
 # ------------------------------------------------------------------------------ training
 
-def train(base: Path, pairs: list[tuple[str, str]], args) -> tuple[object, dict]:
+def train(base: Path, pairs: list[tuple], args) -> tuple[object, dict]:
     import torch
     from sentence_transformers import SentenceTransformer, losses
     from transformers import get_linear_schedule_with_warmup
@@ -169,15 +229,22 @@ def train(base: Path, pairs: list[tuple[str, str]], args) -> tuple[object, dict]
     plan = [b for _ in range(args.epochs) for b in batches(pairs, args.batch_size, rng)]
     if args.max_steps:
         plan = plan[: args.max_steps]
-    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    # --absolute: P(tool serves request) = sigmoid(a cos - b), a and b learnt (a starts at the
+    # ranking loss's scale, b at cosine 0.5).
+    ab = torch.nn.Parameter(torch.tensor([20.0, 10.0]))
+    params = [{"params": list(model.parameters()), "weight_decay": 0.01}]
+    if args.absolute:
+        params.append({"params": [ab], "weight_decay": 0.0, "lr": 1e-2})
+    opt = torch.optim.AdamW(params, lr=args.lr)
     sched = get_linear_schedule_with_warmup(opt, int(len(plan) * args.warmup), len(plan))
     model.train()
     t0 = time.time()
     losses_seen = []
     for step, batch in enumerate(plan, 1):
-        q = model.tokenize([a for a, _ in batch])
-        d = model.tokenize([p for _, p in batch])
-        loss = loss_fn([q, d], None)
+        if args.hard_negatives:
+            loss = hard_loss(model, batch, ab if args.absolute else None)
+        else:
+            loss = loss_fn([model.tokenize([p[0] for p in batch]), model.tokenize([p[1] for p in batch])], None)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
@@ -189,8 +256,37 @@ def train(base: Path, pairs: list[tuple[str, str]], args) -> tuple[object, dict]
             log(f"step {step}/{len(plan)} loss {statistics.mean(losses_seen[-20:]):.4f} "
                 f"{el:.0f}s elapsed, ~{el / step * (len(plan) - step):.0f}s left")
     model.eval()
-    return model, {"steps": len(plan), "seconds": round(time.time() - t0, 1),
-                   "final_loss": round(statistics.mean(losses_seen[-50:]), 4)}
+    stats = {"steps": len(plan), "seconds": round(time.time() - t0, 1),
+             "final_loss": round(statistics.mean(losses_seen[-50:]), 4)}
+    if args.absolute:
+        stats["absolute_a_b"] = [round(x, 3) for x in ab.tolist()]
+    return model, stats
+
+
+def hard_loss(model, batch: list[tuple], ab):
+    """In-batch negatives with each row's hard negatives among the candidates (scale 20, as
+    MultipleNegativesRankingLoss), a candidate that repeats a row's own positive masked; with
+    `ab`, binary cross-entropy on a cos - b over each row's positive and hard negatives."""
+    import torch
+    import torch.nn.functional as F
+
+    def enc(texts):
+        return F.normalize(model(model.tokenize(texts))["sentence_embedding"], dim=-1)
+
+    cols = [p[1] for p in batch] + [n for p in batch for n in p[2]]
+    qe, de = enc([p[0] for p in batch]), enc(cols)
+    cos = qe @ de.T
+    b = len(batch)
+    mask = torch.tensor([[c == batch[i][1] and j != i for j, c in enumerate(cols)] for i in range(b)])
+    logits = (20.0 * cos).masked_fill(mask, float("-inf"))
+    loss = F.cross_entropy(logits, torch.arange(b))
+    if ab is not None:
+        owner = [i for i, p in enumerate(batch) for _ in p[2]]
+        rows = torch.tensor(list(range(b)) + owner)
+        colix = torch.tensor(list(range(b)) + list(range(b, len(cols))))
+        y = torch.tensor([1.0] * b + [0.0] * len(owner))
+        loss = loss + F.binary_cross_entropy_with_logits(ab[0] * cos[rows, colix] - ab[1], y)
+    return loss
 
 
 # ------------------------------------------------------------------------------ export
@@ -322,6 +418,10 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (0: all)")
     ap.add_argument("--no-train", action="store_true", help="export and quantise the base model only")
+    ap.add_argument("--hard-negatives", type=int, default=0, metavar="K",
+                    help="research: K hard negatives per pair, mined with the shipped model (see above)")
+    ap.add_argument("--absolute", action="store_true",
+                    help="research: binary cross-entropy on a*cos - b over positives and hard negatives")
     ap.add_argument("--ship", default="dynamic-int8", choices=["weight-int8", "dynamic-int8", "dynamic-int8-pc"],
                     help="the form copied to model.onnx")
     args = ap.parse_args()
@@ -329,13 +429,28 @@ def main() -> None:
     for d in leave_out:
         if d not in DATASETS:
             raise SystemExit(f"train-model: --leave-out {d}: not one of {', '.join(DATASETS)}")
-    run = "base" if args.no_train else ("tuned" + "".join(f"-no-{d}" for d in leave_out))
+    if args.absolute and not args.hard_negatives:
+        raise SystemExit("train-model: --absolute needs --hard-negatives K")
+    run = "base" if args.no_train else ("tuned" + "".join(f"-no-{d}" for d in leave_out)
+                                        + (f"-hard{args.hard_negatives}" if args.hard_negatives else "")
+                                        + ("-absolute" if args.absolute else ""))
     out = args.out or ROOT / "target" / "train" / run
     out.mkdir(parents=True, exist_ok=True)
     cache = ROOT / "target" / "train" / "cache"
     base = fetch_base(cache)
 
-    pairs, sources = training_pairs(leave_out)
+    if args.hard_negatives:
+        # Mining embeds every dev tool and request (about 5 minutes): kept per model and K.
+        key = f"pairs-{'-'.join(leave_out) or 'all'}-hard{args.hard_negatives}-percpos95-" \
+              f"{sha256(ROOT / 'models' / 'minilm-tools' / 'model.onnx')[:12]}.json"
+        if (cache / key).exists():
+            pairs, sources = json.loads((cache / key).read_text())
+            pairs = [tuple(p) for p in pairs]
+        else:
+            pairs, sources = training_pairs(leave_out, args.hard_negatives)
+            (cache / key).write_text(json.dumps([pairs, sources]))
+    else:
+        pairs, sources = training_pairs(leave_out)
     log(f"{len(pairs)} training pairs: " + ", ".join(f"{k} {v['pairs']}" for k, v in sources.items()))
     model, stats = train(base, pairs, args)
 
@@ -373,7 +488,10 @@ def main() -> None:
                                       "tests/golden/mcp-ref", "tests/golden/mcp-pypi"]},
         "hyper_parameters": {"epochs": args.epochs, "batch_size": args.batch_size, "lr": args.lr,
                              "warmup": args.warmup, "max_length": args.max_length, "seed": args.seed,
-                             "loss": "MultipleNegativesRankingLoss(scale=20)", "optimizer": "AdamW(wd=0.01)",
+                             "loss": "MultipleNegativesRankingLoss(scale=20)"
+                             + (f" with {args.hard_negatives} hard negatives" if args.hard_negatives else "")
+                             + (" + BCE(a cos - b)" if args.absolute else ""),
+                             "optimizer": "AdamW(wd=0.01)",
                              "batches": "no repeated request or tool text in a batch", "precision": "fp32",
                              "max_steps": args.max_steps},
         "training": {**stats, "threads": args.threads},
