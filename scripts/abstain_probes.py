@@ -2,8 +2,8 @@
 """Abstain probes: how far the calibrated shares can go, and two signals tried beside them.
 
   target/train-venv/bin/python scripts/abstain_probes.py [--lists target/lodo-minilm-tools]
-      [--model models/minilm-tools] [--world [N ...] [--world-of-others] [--world-extra DIR]
-      [--world-without-datasets] [--all-sets]]
+      [--model models/minilm-tools] [--shares] [--world [N ...] [--world-of-others]
+      [--world-extra DIR] [--world-without-datasets] [--all-sets]]
 
 Reads the lists that `scripts/lodo --model minilm-tools` leaves in target/lodo-minilm-tools (run
 it first; each set's tools and requests are copied beside them where `--peers` did not) and,
@@ -352,6 +352,9 @@ def main() -> int:
                          "and --world-of-others make it)")
     ap.add_argument("--all-sets", action="store_true",
                     help="with --world: the four datasets join the folds (kept only), as in scripts/lodo")
+    ap.add_argument("--shares", action="store_true",
+                    help="only the shares: each set's oracle and ROC AUC, and the held-out folds "
+                         "(seconds; to compare two models' lists)")
     ap.add_argument("--no-languages", action="store_true",
                     help="judge every request against the English calibration requests only, as "
                          "toolrag did before languages were calibrated (the figures of BENCHMARKS.md "
@@ -363,17 +366,22 @@ def main() -> int:
     if args.world is not None:
         world_probe(args, lodo)
         return 0
-    tokens = Tokens(args.model)
+    tokens = None if args.shares else Tokens(args.model)
     data = {}
     for name in SETS:
         texts = {i: t["text"] for i, t in tool_texts(args.lists / "data" / name / "tools.jsonl").items()}
         data[name] = rows_of(lodo, labelled_set(lodo, args.lists, name), tokens, texts)
-    print("oracle (threshold on the set itself, exactly 95% kept): out-of-scope abstained")
+    print("oracle (threshold on the set itself, exactly 95% kept): out-of-scope abstained; ROC AUC of the shares")
     for name, rows in data.items():
         ans = sorted((1.0 if r["shares"][1] else 0.0) + r["shares"][0] for r in rows if r["kind"] == "ans")
         t = ans[int(len(ans) * (1 - lodo.KEPT))]
         none = [(1.0 if r["shares"][1] else 0.0) + r["shares"][0] for r in rows if r["kind"] == "none"]
-        print(f"  {name}: {np.mean([x < t for x in none]):.3f}")
+        area = auc([r["shares"][0] for r in rows if r["kind"] == "ans"],
+                   [r["shares"][0] for r in rows if r["kind"] == "none"])
+        print(f"  {name}: {np.mean([x < t for x in none]):.3f}  AUC {area:.3f}")
+    if args.shares:
+        print("shares, held out: " + folds(held_out(lodo, data, "shares", [-1.0]), lambda v: f"t {v['t']}"))
+        return 0
     grid = [-1.0] + [round(x, 2) for x in np.arange(0.3, 0.95, 0.01)]
     for label, key, us in (("shares", "shares", [-1.0]), ("shares and token coverage", "shares", grid),
                            ("bound share", "bound", [-1.0]), ("bound share, unknown terms", "bound+unknown", [-1.0])):
