@@ -295,6 +295,29 @@ def auc(pos: list[float], neg: list[float]) -> float:
     return float((p > n).mean() + 0.5 * (p == n).mean())
 
 
+def auc_of(rows: list[dict], value) -> float:
+    """ROC AUC of the answerable requests over the out-of-scope ones, for value(row)."""
+    return auc([value(r) for r in rows if r["kind"] == "ans"], [value(r) for r in rows if r["kind"] == "none"])
+
+
+def floor_report(lodo, data: dict, keys: dict[str, str], floors: list[float], label: str = "") -> None:
+    """For a score each row carries under each key of `keys` ({key: what it is}): per set, the
+    ROC AUC of the shares and of each score; then, per score, the held-out decision with a floor
+    on it beside the shares (the coverage slot of `decide`; `floors[0]` means none), agreement
+    passing the floor or held to it too. The verifier and metric probes report through this."""
+    for name, rows in data.items():
+        print(f"{label}{name}: AUC answerable over out-of-scope: shares {auc_of(rows, lambda r: r['shares'][0]):.3f}, "
+              + ", ".join(f"{what} {auc_of(rows, lambda r: r[key]):.3f}" for key, what in keys.items()))
+    for key, what in keys.items():
+        for agreement_wins in (True, False):
+            for rows in data.values():
+                for r in rows:
+                    r["coverage"] = 99.0 if agreement_wins and r["shares"][1] else r[key]
+            res = held_out(lodo, data, "shares", floors)
+            print(f"{label}held out, floor on {what}{'' if agreement_wins else ' over agreement too'}: "
+                  + folds(res, lambda v: f"t {v['t']}, floor {v['coverage_floor']}"))
+
+
 def world_probe(args, lodo) -> None:
     """--world: per world size, each set's AUC and the held-out decisions (see World)."""
     for n in args.world or [0]:
@@ -312,13 +335,9 @@ def world_probe(args, lodo) -> None:
         for name, rows in data.items():
             if not any(r["kind"] == "none" for r in rows):
                 continue  # a dataset: no out-of-scope requests, no AUC
-            def pick(key):
-                def value(r):  # the English world share; the best judgement of the shares
-                    return r["world"][""] if key == "world" else r[key][0]
-                return ([value(r) for r in rows if r["kind"] == "ans"],
-                        [value(r) for r in rows if r["kind"] == "none"])
-            print(f"  {name}: AUC answerable over out-of-scope: shares {auc(*pick('shares')):.3f}, "
-                  f"world share {auc(*pick('world')):.3f}")
+            # the best judgement of the shares; the English world share
+            print(f"  {name}: AUC answerable over out-of-scope: shares "
+                  f"{auc_of(rows, lambda r: r['shares'][0]):.3f}, world share {auc_of(rows, lambda r: r['world']['']):.3f}")
         def oracles(evidence: bool, ws) -> str:
             return "  ".join(f"{n} {o:.3f}" for n, rows in data.items()
                              if (o := world_oracle(lodo, rows, evidence, ws)) is not None)
@@ -376,9 +395,7 @@ def main() -> int:
         ans = sorted((1.0 if r["shares"][1] else 0.0) + r["shares"][0] for r in rows if r["kind"] == "ans")
         t = ans[int(len(ans) * (1 - lodo.KEPT))]
         none = [(1.0 if r["shares"][1] else 0.0) + r["shares"][0] for r in rows if r["kind"] == "none"]
-        area = auc([r["shares"][0] for r in rows if r["kind"] == "ans"],
-                   [r["shares"][0] for r in rows if r["kind"] == "none"])
-        print(f"  {name}: {np.mean([x < t for x in none]):.3f}  AUC {area:.3f}")
+        print(f"  {name}: {np.mean([x < t for x in none]):.3f}  AUC {auc_of(rows, lambda r: r['shares'][0]):.3f}")
     if args.shares:
         print("shares, held out: " + folds(held_out(lodo, data, "shares", [-1.0]), lambda v: f"t {v['t']}"))
         return 0

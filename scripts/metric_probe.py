@@ -192,24 +192,12 @@ def main() -> int:
     floors = [-1.0] + [round(float(x), 2) for x in np.arange(0.0, 1.0, 0.01)]
     for kind in args.heads.split(","):
         head = fit(kind, q, t, args)
-        for name, rows in sets.items():
+        for rows in sets.values():
             for r in rows:
                 p = head.prob(r["qv"], r["tv"]) if r["tv"] is not None else np.zeros(1)
                 r["p_first"], r["p_best3"] = float(p[0]), float(p.max())
-            ans = [r for r in rows if r["kind"] == "ans"]
-            none = [r for r in rows if r["kind"] == "none"]
-            print(f"{kind} {name}: AUC answerable over out-of-scope: shares "
-                  f"{probes.auc([r['shares'][0] for r in ans], [r['shares'][0] for r in none]):.3f}, "
-                  f"head on the first tool {probes.auc([r['p_first'] for r in ans], [r['p_first'] for r in none]):.3f}, "
-                  f"best of three {probes.auc([r['p_best3'] for r in ans], [r['p_best3'] for r in none]):.3f}")
-        for key in ("p_first", "p_best3"):
-            for agreement_wins in (True, False):
-                for rows in sets.values():
-                    for r in rows:
-                        r["coverage"] = 99.0 if agreement_wins and r["shares"][1] else r[key]
-                res = probes.held_out(lodo, sets, "shares", floors)
-                print(f"{kind} held out, floor on {key}{'' if agreement_wins else ' over agreement too'}: "
-                      + probes.folds(res, lambda v: f"t {v['t']}, floor {v['coverage_floor']}"))
+        probes.floor_report(lodo, sets, {"p_first": "head on the first tool", "p_best3": "best of three"},
+                            floors, f"{kind} ")
     return 0
 
 

@@ -124,22 +124,8 @@ def evaluate(out: Path, lists: Path) -> None:
                 v = model(**enc).logits.view(-1).tolist() if tops else [-99.0]
             row["first"], row["best3"] = v[0], max(v)
         data[name] = rows
-        ans = [r for r in rows if r["kind"] == "ans"]
-        none = [r for r in rows if r["kind"] == "none"]
-        print(f"{name}: AUC answerable over out-of-scope: shares "
-              f"{probes.auc([r['shares'][0] for r in ans], [r['shares'][0] for r in none]):.3f}, verifier on "
-              f"the first tool {probes.auc([r['first'] for r in ans], [r['first'] for r in none]):.3f}, best "
-              f"of three {probes.auc([r['best3'] for r in ans], [r['best3'] for r in none]):.3f}")
     floors = [-99.0] + [round(float(x), 1) for x in np.arange(-10, 10, 0.1)]
-    for key in ("first", "best3"):
-        for agreement_wins in (True, False):
-            for rows in data.values():
-                for r in rows:
-                    # the floor is the coverage slot of abstain_probes.decide; agreement passes it
-                    r["coverage"] = 99.0 if agreement_wins and r["shares"][1] else r[key]
-            res = probes.held_out(lodo, data, "shares", floors)
-            print(f"held out, verifier ({key}) floor{'' if agreement_wins else ' over agreement too'}: "
-                  + probes.folds(res, lambda v: f"floor {v['coverage_floor']}"))
+    probes.floor_report(lodo, data, {"first": "verifier on the first tool", "best3": "best of three"}, floors)
 
 
 def main() -> int:
