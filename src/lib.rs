@@ -77,33 +77,41 @@
 //! # Ok::<(), toolrag::Error>(())
 //! ```
 //!
-//! ## Features
+//! ## The crates
 //!
-//! `server` (the HTTP API, [`server`]) and `mcp` (the MCP server, [`mcp`])
-//! are on by default, with `cli` (the `toolrag` binary). Without them
-//! (`default-features = false`) the library is registry, index, search, lint,
-//! gate, eval and the serving core ([`serve`]), and builds without axum,
-//! tokio, rmcp or prometheus.
+//! This crate is a facade over the workspace; depend on a smaller crate to
+//! take less:
+//!
+//! | module here | crate | what |
+//! |---|---|---|
+//! | [`registry`], [`khipu`] | `toolrag-core` | errors, tools and their loaders, the Khipu contract |
+//! | [`embed`] | `toolrag-embed` | the embedding model |
+//! | [`index`], [`search`], [`eval`], [`serve`] | `toolrag-engine` | build, search, evaluate, serve (no async runtime) |
+//! | [`lint`] | `toolrag-lint` | the docstring review |
+//! | [`gate`] | `toolrag-gate` | the plan check |
+//! | [`http`] | `toolrag-http` | the HTTP API (axum) |
+//! | [`mcp`] | `toolrag-mcp` | the MCP server and gateway (rmcp) |
+//! | [`config`] | this crate | `toolrag.toml`, every table checked in one place |
 #![warn(missing_docs)]
 
 pub mod config;
-pub mod embed;
-mod error;
-pub mod eval;
-pub mod gate;
-pub mod index;
-pub mod lint;
-#[cfg(feature = "mcp")]
-pub mod mcp;
-pub mod registry;
-pub mod search;
-pub mod serve;
-#[cfg(feature = "server")]
-pub mod server;
 
-pub use error::{Error, LoadError, LoadErrors, Location, Result};
-pub use gate::{Gate, Verdict, Violation};
-pub use index::{BuildModel, BuildOptions, BuildReport};
-pub use registry::{LoadOptions, Registry, ToolDef};
-pub use search::khipu::{Candidate, CandidateSet};
-pub use search::{Decision, Hit, Mode, SearchConfig, SearchRequest, SearchResult, Searcher};
+pub use toolrag_core::{khipu, registry};
+pub use toolrag_embed as embed;
+pub use toolrag_engine::{eval, search, serve};
+pub use toolrag_gate as gate;
+pub use toolrag_http as http;
+pub use toolrag_lint as lint;
+pub use toolrag_mcp as mcp;
+
+/// The index: building a generation ([`build`](index::build)) and the files
+/// it is made of.
+pub mod index {
+    pub use toolrag_engine::build::*;
+    pub use toolrag_engine::index::*;
+}
+
+pub use toolrag_core::{Error, LoadOptions, Registry, Result, ToolDef};
+pub use toolrag_engine::build::{build, BuildModel, BuildOptions};
+pub use toolrag_engine::search::{Mode, SearchConfig, SearchRequest, SearchResult, Searcher};
+pub use toolrag_gate::{Gate, Verdict};

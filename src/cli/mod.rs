@@ -158,7 +158,7 @@ impl RegistryArgs {
         std::fs::write(&file, &text)?;
         let mut paths = paths.to_vec();
         paths[at] = file.clone();
-        let rename = |loc: &mut toolrag::Location| {
+        let rename = |loc: &mut toolrag::registry::Location| {
             if loc.file == file {
                 loc.file = PathBuf::from(STDIN_NAME);
             }

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::Args;
+use toolrag::http::{AppState, ServeOptions};
 use toolrag::serve::{LiveIndex, RELOAD_POLL};
-use toolrag::server::{AppState, ServeOptions};
 
 use super::model::Need;
 use super::{Config, ModelArgs};
@@ -54,7 +54,7 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 10_000, value_name = "MS")]
     header_timeout_ms: u64,
     /// The most connections open at once; more are closed at once.
-    #[arg(long, default_value_t = toolrag::server::DEFAULT_MAX_CONNECTIONS, value_name = "N")]
+    #[arg(long, default_value_t = toolrag::http::DEFAULT_MAX_CONNECTIONS, value_name = "N")]
     max_connections: usize,
     /// The config file (default: ./toolrag.toml when present).
     #[arg(long, value_name = "FILE")]
@@ -113,7 +113,7 @@ async fn serve(
     let stop = Arc::new(stop);
     let server = {
         let stopped = wait_for(stopping.clone());
-        tokio::spawn(toolrag::server::serve(listener, state.clone(), stopped))
+        tokio::spawn(toolrag::http::serve(listener, state.clone(), stopped))
     };
     tokio::spawn({
         let stop = stop.clone();

@@ -282,7 +282,7 @@ fn token_counts_come_from_the_model_tokenizer_when_present() {
 #[test]
 fn ignores_and_levels_from_the_config_apply() {
     let reg = load("tests/fixtures/lint/registries/mcp_filesystem.json");
-    let config = LintConfig::parse(
+    let config = toolrag::config::Config::parse(
         r#"
 [lint]
 "missing-examples" = "ignore"
@@ -296,7 +296,8 @@ rules = ["missing-edge-cases"]
 tool = "mcp_filesystem/delete_*"
 "#,
     )
-    .unwrap();
+    .unwrap()
+    .lint;
     let found = lint::lint(&reg, &LintContext::new(config));
     assert!(!found.iter().any(|d| d.name == "missing-examples"));
     assert!(!found.iter().any(|d| d.name == "missing-edge-cases"));
@@ -312,7 +313,9 @@ tool = "mcp_filesystem/delete_*"
 
 #[test]
 fn the_example_config_is_valid() {
-    let c = LintConfig::load(std::path::Path::new("examples/toolrag.toml")).unwrap();
+    let c = toolrag::config::Config::from_file(std::path::Path::new("examples/toolrag.toml"))
+        .unwrap()
+        .lint;
     assert_eq!(c.thresholds.min_examples, 2);
     assert_eq!(c.ignore.len(), 2);
 }

@@ -56,7 +56,7 @@ fn tools_of(out: &Path) -> Vec<ToolDef> {
 /// A tool without where it was read from, to compare a live tool with a
 /// saved one.
 fn unlocated(mut t: ToolDef) -> ToolDef {
-    t.source.location = toolrag::Location::file_start("");
+    t.source.location = toolrag::registry::Location::file_start("");
     t.source.spans.clear();
     t
 }

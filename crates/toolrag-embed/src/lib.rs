@@ -1,0 +1,110 @@
+//! Dense embeddings: the [`Embedder`] trait, with separate methods for queries
+//! and documents, and its fastembed implementation over a local ONNX model.
+//!
+//! The model is looked for in `--model-dir`, then `TOOLRAG_MODEL_DIR`, then
+//! `./models` (see [`ModelDir::locate`]). The ONNX Runtime library is loaded
+//! dynamically: from `ORT_DYLIB_PATH` when set, otherwise from the model folder
+//! or its parent, otherwise from `TOOLRAG_MODEL_DIR` or `./models`.
+
+mod fast;
+mod model_dir;
+
+pub use fast::{EmbedOptions, FastEmbedder, TokenCounter};
+pub use model_dir::{
+    builtin_model, BuiltinModel, ModelConfig, ModelDir, ModelSettings, Pooling, BUILTIN_MODELS,
+    DEFAULT_MODEL, MODEL_DIR_ENV, MODEL_FILES,
+};
+
+use rayon::prelude::*;
+
+use toolrag_core::error::{Error, Result};
+
+/// Documents are embedded this many at a time, in parallel chunks, so that
+/// an embedder with several sessions keeps every core busy and a caller's
+/// progress moves.
+pub const EMBED_CHUNK: usize = 64;
+
+/// Embeds `texts` as documents in parallel chunks of [`EMBED_CHUNK`], in
+/// order; `on_chunk(n)` is called as each chunk of `n` texts is done (from
+/// the worker threads, in no particular order). Fails on the first chunk the
+/// embedder fails on, or that comes back with a vector per text missing.
+/// The one embed loop of the index build and of lint's similarity rules.
+pub fn embed_documents_chunked(
+    embedder: &dyn Embedder,
+    texts: &[String],
+    on_chunk: &(dyn Fn(usize) + Sync),
+) -> Result<Vec<Vec<f32>>> {
+    let chunks: Vec<Vec<Vec<f32>>> = texts
+        .par_chunks(EMBED_CHUNK)
+        .map(|chunk| {
+            let vectors = embedder.embed_documents(chunk)?;
+            if vectors.len() != chunk.len() {
+                return Err(Error::Embed(format!(
+                    "the model gave {} vectors for {} texts",
+                    vectors.len(),
+                    chunk.len()
+                )));
+            }
+            on_chunk(chunk.len());
+            Ok(vectors)
+        })
+        .collect::<Result<_>>()?;
+    Ok(chunks.into_iter().flatten().collect())
+}
+
+/// Turns text into L2-normalised vectors.
+///
+/// Queries and documents are separate methods because they are used
+/// differently: a query is one short text on the hot path; documents come in
+/// large batches at index time.
+pub trait Embedder: Send + Sync {
+    /// A stable id of the model, recorded in index manifests.
+    fn model_id(&self) -> &str;
+    /// The vector dimension.
+    fn dimension(&self) -> usize;
+    /// A fingerprint of the exact model weights (the sha256 of the model file).
+    fn fingerprint(&self) -> &str;
+    /// Embeds one query.
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>>;
+    /// Embeds many documents; the output is parallel to the input.
+    fn embed_documents(&self, texts: &[String]) -> Result<Vec<Vec<f32>>>;
+
+    /// Embeds a query and parts of it (byte spans): the whole query first, then
+    /// one vector per span. The default embeds each part on its own; models that
+    /// can pool parts from one pass override it.
+    fn embed_query_parts(&self, text: &str, spans: &[(usize, usize)]) -> Result<Vec<Vec<f32>>> {
+        embed_parts_one_by_one(self, text, spans)
+    }
+}
+
+/// Embeds `text` as a query, then each span of it (byte ranges; one that is
+/// not on character boundaries is skipped) as a query of its own: the
+/// default [`Embedder::embed_query_parts`], and the fallback of embedders
+/// that pool parts from one pass when they cannot.
+pub fn embed_parts_one_by_one<E: Embedder + ?Sized>(
+    embedder: &E,
+    text: &str,
+    spans: &[(usize, usize)],
+) -> Result<Vec<Vec<f32>>> {
+    let mut out = vec![embedder.embed_query(text)?];
+    for &(a, b) in spans {
+        if let Some(part) = text.get(a..b) {
+            out.push(embedder.embed_query(part)?);
+        }
+    }
+    Ok(out)
+}
+
+/// The dot product of two vectors; the cosine similarity for normalised ones.
+///
+/// SimSIMD picks the widest instructions the CPU has at run time (AVX2, AVX-512,
+/// NEON), which the portable build cannot assume. Vectors of different lengths
+/// are compared over the shorter one.
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    use simsimd::SpatialSimilarity;
+    let n = a.len().min(b.len());
+    match f32::dot(&a[..n], &b[..n]) {
+        Some(d) => d as f32,
+        None => a.iter().zip(b).map(|(x, y)| x * y).sum(),
+    }
+}

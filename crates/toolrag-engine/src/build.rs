@@ -1,0 +1,687 @@
+//! Building an index generation, reusing the vectors of unchanged texts.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use rayon::prelude::*;
+use sha2::{Digest, Sha256};
+
+use crate::index::dense::{self, Point, PointKind};
+use crate::index::lexical::{self, FieldBoosts};
+use crate::index::manifest::{
+    Counts, FileEntry, Manifest, ModelInfo, ToolEntry, FORMAT_VERSION, MANIFEST,
+};
+use crate::index::{current_generation, publish, remove_stale_staging, BuildLock, STAGING_PREFIX};
+use toolrag_core::error::{Error, Result};
+use toolrag_core::registry::{document_text, Registry, ToolDef};
+use toolrag_embed::{embed_documents_chunked, Embedder};
+
+/// What to build and how.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct BuildOptions {
+    /// The index folder (default `index/`).
+    pub out: PathBuf,
+    /// BM25 field boosts.
+    pub boosts: FieldBoosts,
+    /// The HNSW graph is built and written only when the index has more
+    /// dense points than this (default [`dense::SCAN_MAX_POINTS`]: below it,
+    /// a scan of the vectors is faster and exact, and the graph would be
+    /// written for nothing). A searcher walks the graph exactly when the
+    /// generation has one; 0 forces a graph on any index with points.
+    pub graph_min_points: usize,
+    /// Called at named points of the build (`after-lexical`,
+    /// `after-vectors`, `before-publish`), for a caller that wants to stop
+    /// there: the binary's `TOOLRAG_FAIL_AT` test hook aborts the process,
+    /// as a `kill -9` would. The library itself never exits.
+    pub fail_point: Option<fn(&str)>,
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        BuildOptions {
+            out: PathBuf::from("index"),
+            boosts: FieldBoosts::default(),
+            graph_min_points: dense::SCAN_MAX_POINTS,
+            fail_point: None,
+        }
+    }
+}
+
+impl BuildOptions {
+    /// The default options for building into `out`.
+    pub fn new(out: impl Into<PathBuf>) -> BuildOptions {
+        BuildOptions {
+            out: out.into(),
+            ..BuildOptions::default()
+        }
+    }
+
+    fn fail_point(&self, name: &str) {
+        if let Some(f) = self.fail_point {
+            f(name);
+        }
+    }
+}
+
+/// Progress, reported to an optional callback.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum BuildProgress {
+    /// `total` texts need embedding; none are done yet.
+    EmbedStart {
+        /// Texts to embed.
+        total: usize,
+    },
+    /// `done` more texts were embedded.
+    Embedded {
+        /// Texts embedded by this step.
+        done: usize,
+    },
+    /// Embedding is over; the rest is writing.
+    EmbedDone,
+    /// A large share of the build's memory was just freed (the registry, the
+    /// vector cache). A caller whose allocator keeps freed pages resident
+    /// (the binary's mimalloc) may return them to the OS now, before the
+    /// next phase allocates.
+    MemoryFreed,
+}
+
+/// What a build did.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BuildReport {
+    /// Tools in the new index.
+    pub tools: usize,
+    /// Tools not in the previous index.
+    pub new: usize,
+    /// Tools whose content hash changed.
+    pub changed: usize,
+    /// Tools of the previous index that are gone.
+    pub removed: usize,
+    /// Tools whose content hash did not change.
+    pub reused: usize,
+    /// Texts embedded by this build.
+    pub embedded_texts: usize,
+    /// Texts whose vector came from the previous index.
+    pub reused_texts: usize,
+    /// Whether the index is lexical-only.
+    pub lexical_only: bool,
+    /// Wall time of the whole build, in seconds.
+    pub seconds: f64,
+    /// Wall time spent embedding, in seconds.
+    pub embed_seconds: f64,
+    /// Whether the generation has an HNSW graph.
+    pub graph: bool,
+    /// The new generation folder.
+    pub generation: PathBuf,
+}
+
+impl std::fmt::Display for BuildReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "indexed {} tools: {} new, {} changed, {} removed, {} reused in {:.1} s",
+            self.tools, self.new, self.changed, self.removed, self.reused, self.seconds
+        )?;
+        if self.lexical_only {
+            write!(f, " (lexical only)")
+        } else {
+            write!(
+                f,
+                " ({} texts embedded, {} vectors reused)",
+                self.embedded_texts, self.reused_texts
+            )
+        }
+    }
+}
+
+/// The hash of everything about a tool that the index uses, not where it was
+/// defined: moving a tool in its file, or indexing the same registry by
+/// another path (`tools/` or `/abs/tools`, a copied folder), does not make it
+/// "changed". Its id and namespace are hashed, so a rename still counts.
+pub fn content_hash(tool: &ToolDef) -> String {
+    let mut t = tool.clone();
+    t.source.location.file = PathBuf::new();
+    t.source.location.line = 0;
+    t.source.location.column = 0;
+    t.source.spans.clear();
+    let bytes = serde_json::to_vec(&t).expect("a ToolDef always serialises");
+    hex::encode(&Sha256::digest(&bytes)[..16])
+}
+
+fn text_hash(text: &str) -> [u8; 16] {
+    let d = Sha256::digest(text.as_bytes());
+    let mut h = [0u8; 16];
+    h.copy_from_slice(&d[..16]);
+    h
+}
+
+/// The texts of one tool to embed: its document, then each example request.
+fn tool_texts(tool: &ToolDef) -> Vec<(PointKind, String)> {
+    let mut out = vec![(PointKind::Tool, document_text(tool))];
+    for e in &tool.examples {
+        let r = e.request.trim();
+        if !r.is_empty() {
+            out.push((PointKind::Example, r.to_string()));
+        }
+    }
+    out
+}
+
+/// What the build reads of the live generation's manifest: enough to count
+/// new, changed and removed tools, and to tell whether its vectors are reusable.
+/// Read leniently: an index of an older format still lends its vectors
+/// (`vectors.bin` has its own magic and checks), so upgrading toolrag does not
+/// force re-embedding a registry.
+#[derive(Default, serde::Deserialize)]
+struct Previous {
+    #[serde(skip)]
+    generation: Option<PathBuf>,
+    #[serde(default)]
+    model: Option<ModelInfo>,
+    #[serde(default)]
+    tools: Vec<ToolEntry>,
+    #[serde(default)]
+    files: Vec<FileEntry>,
+}
+
+fn previous_manifest(out: &Path) -> Previous {
+    let Ok(gen) = current_generation(out) else {
+        return Previous::default();
+    };
+    let mut prev = std::fs::read(gen.join("manifest.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Previous>(&b).ok())
+        .unwrap_or_default();
+    prev.generation = Some(gen);
+    prev
+}
+
+/// The previous generation's vectors of the texts in `wanted`, by text hash,
+/// when it used the same model and its files pass their checksums (a damaged
+/// generation lends nothing: the build embeds from scratch). Streamed from
+/// the file: only the vectors this build needs are kept.
+fn previous_vectors(
+    prev: &Previous,
+    model: &ModelInfo,
+    wanted: &std::collections::HashSet<[u8; 16]>,
+) -> HashMap<[u8; 16], Vec<f32>> {
+    let mut cache = HashMap::new();
+    let (Some(gen), Some(p)) = (&prev.generation, &prev.model) else {
+        return cache;
+    };
+    if p != model {
+        return cache;
+    }
+    let path = gen.join(dense::VECTORS_FILE);
+    let mut read = || -> Result<()> {
+        // Only the vectors file's checksum: the manifest may be of an older
+        // format (the vectors do not depend on it), which `Manifest::read`
+        // would refuse, and a refusal here would re-embed the whole registry.
+        let entry = prev
+            .files
+            .iter()
+            .find(|f| f.path == dense::VECTORS_FILE)
+            .ok_or_else(|| Error::Index("the manifest lists no vectors file".into()))?;
+        entry.verify(gen)?;
+        let mut r = dense::VectorReader::open(&path)?;
+        let dim = r.dim();
+        if dim != model.dimension {
+            return Ok(());
+        }
+        r.for_each_chunk(dense::STREAM_CHUNK, |_, points, vectors| {
+            for (p, v) in points.iter().zip(vectors.chunks_exact(dim)) {
+                if wanted.contains(&p.text_hash) {
+                    cache.insert(p.text_hash, v.to_vec());
+                }
+            }
+            Ok(())
+        })
+    };
+    if let Err(e) = read() {
+        tracing::warn!(target: "index", "not reusing vectors: {e}");
+        cache.clear();
+    }
+    cache
+}
+
+/// Where a build gets its embedding model.
+pub enum BuildModel<'a> {
+    /// An embedder the caller holds, and may keep using after the build.
+    Loaded(&'a dyn Embedder),
+    /// A loader, called once the registry has been indexed lexically and
+    /// released; the embedder is dropped again before the graph is built. A
+    /// large build then holds the registry, the model and the graph one after
+    /// the other, never together.
+    Deferred(Box<dyn FnOnce() -> Result<Box<dyn Embedder>> + 'a>),
+}
+
+impl std::fmt::Debug for BuildModel<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BuildModel::Loaded(e) => write!(f, "Loaded({})", e.model_id()),
+            BuildModel::Deferred(_) => write!(f, "Deferred"),
+        }
+    }
+}
+
+/// An embedder owned by the build or borrowed from the caller.
+enum HeldEmbedder<'a> {
+    Borrowed(&'a dyn Embedder),
+    Owned(Box<dyn Embedder>),
+}
+
+impl HeldEmbedder<'_> {
+    fn get(&self) -> &dyn Embedder {
+        match self {
+            HeldEmbedder::Borrowed(e) => *e,
+            HeldEmbedder::Owned(e) => e.as_ref(),
+        }
+    }
+}
+
+/// Returns freed heap pages to the operating system. A registry is many small
+/// allocations; once it is dropped, the allocator keeps their pages resident
+/// unless asked, and the model loaded next would sit on top of them. The
+/// library asks glibc's malloc, which ONNX Runtime uses whatever the Rust
+/// global allocator is (and which is the Rust one when the caller keeps the
+/// system allocator); then it tells the caller
+/// ([`BuildProgress::MemoryFreed`]), who knows its own allocator (the
+/// binary's mimalloc).
+fn release_freed_memory(progress: &(dyn Fn(BuildProgress) + Sync)) {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks the allocator's own free lists.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+    progress(BuildProgress::MemoryFreed);
+}
+
+/// Builds an index of `registry` into `opts.out`. With `model` `None` the
+/// index is lexical-only. `progress` hears about embedding progress.
+///
+/// The build runs in phases so that its peak memory is the largest of them,
+/// not their sum: the lexical index and `tools.json` from the registry, which
+/// is then dropped; the model, embedding only the texts whose vectors the
+/// previous generation does not have, each vector written to `vectors.bin` as
+/// it is placed; then the graph, streamed from that file.
+///
+/// A failure while writing the new generation (a full disk, an I/O error) is
+/// [`Error::BuildFailed`]: the half-written generation is removed, and the
+/// live one, which the build never touches, keeps serving.
+pub fn build(
+    registry: Registry,
+    model: Option<BuildModel<'_>>,
+    opts: &BuildOptions,
+    progress: &(dyn Fn(BuildProgress) + Sync),
+) -> Result<BuildReport> {
+    build_generation(registry, model, opts, progress).map_err(|e| {
+        let failed = build_failed(&opts.out, e);
+        if matches!(failed, Error::BuildFailed { .. }) {
+            // Only this process's staging folder: another build's is its own.
+            let staging = opts
+                .out
+                .join(format!("{STAGING_PREFIX}{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(staging);
+        }
+        failed
+    })
+}
+
+/// What a build error means to the user: a failure to write the new
+/// generation is a failed build (with "the disk is full" when it is), not a
+/// damaged index; other errors (a bad registry, the model, the lock) are
+/// already about their cause.
+fn build_failed(out: &Path, e: Error) -> Error {
+    const ENOSPC: i32 = 28;
+    let (reason, disk_full) = match &e {
+        Error::Io { source, .. } => (
+            e.to_string(),
+            source.kind() == std::io::ErrorKind::StorageFull
+                || source.raw_os_error() == Some(ENOSPC),
+        ),
+        Error::Index(m) => (m.clone(), m.contains("No space left on device")),
+        _ => return e,
+    };
+    Error::BuildFailed {
+        out: out.to_path_buf(),
+        reason,
+        disk_full,
+    }
+}
+
+fn build_generation(
+    registry: Registry,
+    model: Option<BuildModel<'_>>,
+    opts: &BuildOptions,
+    progress: &(dyn Fn(BuildProgress) + Sync),
+) -> Result<BuildReport> {
+    let started = Instant::now();
+    let out = &opts.out;
+    let _lock = BuildLock::acquire(out)?;
+    remove_stale_staging(out);
+    let previous = previous_manifest(out);
+    let lexical_only = model.is_none();
+
+    let tools = registry.tools();
+    let hashes: Vec<String> = tools.par_iter().map(content_hash).collect();
+    let mut report = BuildReport {
+        tools: tools.len(),
+        lexical_only,
+        ..BuildReport::default()
+    };
+    {
+        let old: HashMap<&str, &str> = previous
+            .tools
+            .iter()
+            .map(|t| (t.id.as_str(), t.hash.as_str()))
+            .collect();
+        for (t, h) in tools.iter().zip(&hashes) {
+            match old.get(t.id.as_str()) {
+                None => report.new += 1,
+                Some(o) if *o == h => report.reused += 1,
+                Some(_) => report.changed += 1,
+            }
+        }
+        let current: std::collections::HashSet<&str> =
+            tools.iter().map(|t| t.id.as_str()).collect();
+        report.removed = old.keys().filter(|id| !current.contains(*id)).count();
+    }
+
+    let staging = out.join(format!("{STAGING_PREFIX}{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&staging);
+    std::fs::create_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
+
+    let mut counts = Counts {
+        tools: tools.len(),
+        namespaces: registry.namespaces().len(),
+        ..Counts::default()
+    };
+
+    // Phase 1, from the registry: the texts to embed, the lexical index and
+    // tools.json.
+    let (points, mut point_texts) = if lexical_only {
+        (Vec::new(), Vec::new())
+    } else {
+        let texts: Vec<Vec<(PointKind, String)>> = tools.par_iter().map(tool_texts).collect();
+        let mut points = Vec::new();
+        let mut point_texts = Vec::new();
+        for (ord, tt) in texts.into_iter().enumerate() {
+            for (kind, text) in tt {
+                points.push(Point {
+                    tool: ord as u32,
+                    kind,
+                    text_hash: text_hash(&text),
+                });
+                point_texts.push(text);
+            }
+        }
+        (points, point_texts)
+    };
+    lexical::write(&staging.join("lexical"), tools)?;
+    write_tools_json(&staging.join("tools.json"), tools)?;
+    let entries: Vec<ToolEntry> = tools
+        .iter()
+        .zip(hashes)
+        .map(|(t, hash)| ToolEntry {
+            id: t.id.clone(),
+            hash,
+        })
+        .collect();
+    drop(registry);
+    release_freed_memory(progress);
+    crate::index::impact::write(
+        &staging.join("lexical"),
+        &opts.boosts,
+        &staging.join(crate::index::impact::FILE),
+    )?;
+    release_freed_memory(progress);
+    opts.fail_point("after-lexical");
+
+    // Phase 2, with the model: embed what the previous generation lacks and
+    // write every point's vector; then measure the registry's noise with the
+    // calibration requests.
+    let mut model_info = None;
+    let mut calibration = None;
+    if let Some(model) = model {
+        let embedder = match model {
+            BuildModel::Loaded(e) => HeldEmbedder::Borrowed(e),
+            BuildModel::Deferred(load) => HeldEmbedder::Owned(load()?),
+        };
+        let info = ModelInfo::of(embedder.get());
+        let wanted: std::collections::HashSet<[u8; 16]> =
+            points.iter().map(|p| p.text_hash).collect();
+        let mut cache = previous_vectors(&previous, &info, &wanted);
+        drop(wanted);
+        // Embed each distinct missing text once.
+        let mut todo: Vec<(usize, [u8; 16])> = Vec::new();
+        let mut queued = std::collections::HashSet::new();
+        for (i, p) in points.iter().enumerate() {
+            if !cache.contains_key(&p.text_hash) && queued.insert(p.text_hash) {
+                todo.push((i, p.text_hash));
+            }
+        }
+        report.embedded_texts = todo.len();
+        report.reused_texts = points.len()
+            - points
+                .iter()
+                .filter(|p| queued.contains(&p.text_hash))
+                .count();
+        drop(queued);
+        progress(BuildProgress::EmbedStart { total: todo.len() });
+        let t_embed = Instant::now();
+        // Each text to embed is used once more, here: moved, not copied.
+        let texts: Vec<String> = todo
+            .iter()
+            .map(|(i, _)| std::mem::take(&mut point_texts[*i]))
+            .collect();
+        drop(point_texts);
+        let vectors = embed_documents_chunked(embedder.get(), &texts, &|done| {
+            progress(BuildProgress::Embedded { done })
+        })?;
+        drop(texts);
+        cache.extend(todo.iter().map(|(_, h)| *h).zip(vectors));
+        // The calibration requests of every language, embedded as queries
+        // (a few seconds; nothing when this process embedded them with the
+        // same model before).
+        let calibration_vectors = crate::search::calibration::embed_requests(embedder.get())?;
+        report.embed_seconds = t_embed.elapsed().as_secs_f64();
+        progress(BuildProgress::EmbedDone);
+        drop(embedder);
+
+        // Each vector leaves the cache at its text's last use, so memory
+        // shrinks as the file grows.
+        let mut uses: HashMap<[u8; 16], usize> = HashMap::with_capacity(cache.len());
+        for p in &points {
+            *uses.entry(p.text_hash).or_default() += 1;
+        }
+        let mut writer = dense::VectorWriter::create(
+            &staging.join(dense::VECTORS_FILE),
+            info.dimension,
+            &points,
+        )?;
+        for p in &points {
+            let left = uses.get_mut(&p.text_hash).expect("counted above");
+            *left -= 1;
+            let v = if *left == 0 {
+                cache.remove(&p.text_hash)
+            } else {
+                cache.get(&p.text_hash).cloned()
+            }
+            .ok_or_else(|| Error::Embed("a text has no vector".into()))?;
+            writer.push(&v)?;
+        }
+        writer.finish()?;
+        drop(cache);
+        release_freed_memory(progress);
+        counts.points = points.len();
+        counts.examples = points
+            .iter()
+            .filter(|p| p.kind == PointKind::Example)
+            .count();
+        drop(points);
+        opts.fail_point("after-vectors");
+        calibration = Some(calibrate(
+            &staging,
+            counts.tools,
+            Some(calibration_vectors.as_slice()),
+        )?);
+
+        // Phase 3: the graph, streamed from vectors.bin, only for an index
+        // too large to scan.
+        if counts.points > opts.graph_min_points {
+            dense::build_and_dump_hnsw(&staging)?;
+            report.graph = dense::has_graph(&staging);
+        }
+        model_info = Some(info);
+    }
+
+    let calibration = match calibration {
+        Some(c) => c,
+        None => calibrate(&staging, counts.tools, None)?,
+    };
+    crate::search::calibration::write(&staging, &calibration)?;
+    let manifest = Manifest {
+        format_version: FORMAT_VERSION,
+        toolrag_version: env!("CARGO_PKG_VERSION").to_string(),
+        model: model_info,
+        lexical_only,
+        built_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        boosts: opts.boosts,
+        counts,
+        graph: report.graph,
+        calibration: Some(calibration.summary()),
+        tools: entries,
+        files: file_entries(&staging)?,
+    };
+    // The manifest is written last: a generation without one is incomplete.
+    let manifest_path = staging.join(MANIFEST);
+    let bytes = serde_json::to_vec_pretty(&manifest).map_err(|e| Error::Index(e.to_string()))?;
+    std::fs::write(&manifest_path, bytes).map_err(|e| Error::io(&manifest_path, e))?;
+    opts.fail_point("before-publish");
+    report.generation = publish(out, &staging)?;
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+/// Runs the calibration requests through the staged generation's retrievers:
+/// lexical, and dense when `vectors` (the requests' embeddings) are given.
+fn calibrate(
+    staging: &Path,
+    tools: usize,
+    vectors: Option<&[crate::search::calibration::RequestVectors]>,
+) -> Result<crate::search::Calibration> {
+    use crate::search::{dense::DenseRetriever, lexical::LexicalRetriever, SearchConfig};
+    let lexical = LexicalRetriever::open(staging)?;
+    let dense = match vectors {
+        Some(_) => Some(DenseRetriever::open_without_model(
+            staging,
+            tools,
+            &SearchConfig::default(),
+            dense::DenseOptions::default(),
+        )?),
+        None => None,
+    };
+    crate::search::calibration::measure(&lexical, dense.as_ref(), vectors)
+}
+
+/// Writes `tools.json` one tool at a time (a copy of a large registry would
+/// double its memory). Item spans only serve lint; the index keeps the tool's
+/// own location.
+fn write_tools_json(path: &Path, tools: &[ToolDef]) -> Result<()> {
+    let file = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
+    let mut w = std::io::BufWriter::new(file);
+    let io = |e: std::io::Error| Error::io(path, e);
+    w.write_all(b"[").map_err(io)?;
+    for (i, t) in tools.iter().enumerate() {
+        if i > 0 {
+            w.write_all(b",").map_err(io)?;
+        }
+        let mut t = t.clone();
+        t.source.spans.clear();
+        serde_json::to_writer(&mut w, &t).map_err(|e| Error::Index(e.to_string()))?;
+    }
+    w.write_all(b"]").map_err(io)?;
+    let file = w
+        .into_inner()
+        .map_err(|e| Error::io(path, e.into_error()))?;
+    file.sync_all().map_err(|e| Error::io(path, e))
+}
+
+/// The size and checksum of every file under the generation folder `dir`
+/// but the manifest, sorted by path. tantivy's lock files are left out: a
+/// reader may create and remove them.
+fn file_entries(dir: &Path) -> Result<Vec<FileEntry>> {
+    let mut rels = Vec::new();
+    for e in walkdir::WalkDir::new(dir).sort_by_file_name() {
+        let e = e.map_err(|e| {
+            let path = e.path().unwrap_or(dir).to_path_buf();
+            Error::io(path, e.into())
+        })?;
+        if !e.file_type().is_file() {
+            continue;
+        }
+        let rel = e.path().strip_prefix(dir).expect("under the walked folder");
+        let rel: Vec<String> = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        let rel = rel.join("/");
+        if rel == MANIFEST || rel.ends_with(".lock") {
+            continue;
+        }
+        rels.push(rel);
+    }
+    rels.par_iter().map(|rel| FileEntry::of(dir, rel)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_failure_is_a_failed_build_not_a_damaged_index() {
+        let out = Path::new("/srv/index");
+        let full = Error::io(
+            "/srv/index/.staging-1/vectors.bin",
+            std::io::Error::from_raw_os_error(28),
+        );
+        let e = build_failed(out, full);
+        assert!(
+            matches!(
+                e,
+                Error::BuildFailed {
+                    disk_full: true,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        let m = e.to_string();
+        assert!(m.contains("the index build failed"), "{m}");
+        assert!(m.contains("The disk is full"), "{m}");
+        assert!(m.contains("vectors.bin"), "{m}");
+        assert!(
+            m.contains("live generation") && m.contains("untouched"),
+            "{m}"
+        );
+        assert!(!m.contains("damaged"), "{m}");
+
+        // tantivy reports a full disk in its own error text.
+        let e = build_failed(
+            out,
+            Error::Index("an IO error occurred: No space left on device (os error 28)".into()),
+        );
+        assert!(e.to_string().contains("The disk is full"), "{e}");
+
+        // Other errors keep their own words.
+        let e = build_failed(out, Error::Embed("the model failed".into()));
+        assert!(matches!(e, Error::Embed(_)));
+        let e = build_failed(out, Error::io("/x", std::io::Error::other("boom")));
+        let m = e.to_string();
+        assert!(m.contains("boom") && !m.contains("disk is full"), "{m}");
+    }
+}

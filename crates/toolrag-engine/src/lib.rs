@@ -1,0 +1,24 @@
+//! # toolrag-engine
+//!
+//! The retrieval engine, with no server, async runtime or command line in its
+//! dependency tree. Its modules are floors, each importing only those below:
+//!
+//! 1. [`index`]: the on-disk generation (manifest, BM25 postings and
+//!    impacts, dense vectors, the HNSW graph), read and verified;
+//! 2. [`search`]: the read path (retrievers, fusion, names, calibration,
+//!    the decision) over an opened generation ([`Searcher`]);
+//! 3. [`build`]: the write path, which writes a generation and measures its
+//!    calibration with the search's retrievers;
+//! 4. [`eval`] (recall, MRR and the abstain curves of labelled requests) and
+//!    [`serve`] (the live, hot-swapped index that the HTTP and MCP front
+//!    ends share).
+#![warn(missing_docs)]
+
+pub mod build;
+pub mod eval;
+pub mod index;
+pub mod search;
+pub mod serve;
+
+pub use build::{build, BuildModel, BuildOptions, BuildProgress, BuildReport};
+pub use search::{Hit, SearchConfig, SearchRequest, SearchResult, Searcher};

@@ -1,0 +1,100 @@
+//! The gateway's settings: the `[gateway]` table of `toolrag.toml`.
+
+use std::path::PathBuf;
+
+use toolrag_core::error::Result;
+use toolrag_core::settings::invalid;
+
+/// What the gateway does with a tool result that addresses the model
+/// (instructions to it, invisible Unicode, URLs to send data to).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum OutputGuard {
+    /// Pass it on with a mark that tells the model the content is data, not
+    /// instructions (the default).
+    #[default]
+    Mark,
+    /// Withhold it: the model gets an error naming the findings instead.
+    Block,
+    /// Pass results on unscanned.
+    Off,
+}
+
+/// The gateway's settings: the `[gateway]` table, read by
+/// `toolrag mcp --upstream`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+#[non_exhaustive]
+pub struct GatewayConfig {
+    /// Tools (`server/tool`) and whole servers (`server`) that may act
+    /// without asking a person, even when their annotations say they need
+    /// approval. Every such call is still written to the audit log.
+    pub allow: Vec<String>,
+    /// What to do with a tool result that addresses the model.
+    pub output_guard: OutputGuard,
+    /// Every upstream server is listed again this often, in seconds, for
+    /// servers that do not send `notifications/tools/list_changed`; 0 never.
+    pub relist_seconds: f64,
+    /// How long a forwarded `tools/call` may take, in seconds.
+    pub call_timeout_seconds: f64,
+    /// The lock file of pinned tool definitions (default: `<index>.lock.json`
+    /// beside the index folder); relative to the configuration file's folder.
+    pub lock_file: Option<PathBuf>,
+    /// The audit log, JSON Lines (default: `<index>.audit.jsonl` beside the
+    /// index folder); relative to the configuration file's folder.
+    pub audit_log: Option<PathBuf>,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        GatewayConfig {
+            allow: Vec::new(),
+            output_guard: OutputGuard::Mark,
+            relist_seconds: 300.0,
+            call_timeout_seconds: 120.0,
+            lock_file: None,
+            audit_log: None,
+        }
+    }
+}
+
+impl GatewayConfig {
+    /// Checks the numbers: both durations finite, `relist-seconds` at least
+    /// 0 and `call-timeout-seconds` above 0, each at most a day.
+    pub fn validate(&self) -> Result<()> {
+        let day = 86_400.0;
+        if !(self.relist_seconds.is_finite() && (0.0..=day).contains(&self.relist_seconds)) {
+            return Err(invalid(
+                "gateway.relist-seconds",
+                format!(
+                    "`gateway.relist-seconds` must be 0 (never) to 86400, not {}",
+                    self.relist_seconds
+                ),
+            ));
+        }
+        if !(self.call_timeout_seconds.is_finite()
+            && self.call_timeout_seconds > 0.0
+            && self.call_timeout_seconds <= day)
+        {
+            return Err(invalid(
+                "gateway.call-timeout-seconds",
+                format!(
+                    "`gateway.call-timeout-seconds` must be above 0 and at most 86400, not {}",
+                    self.call_timeout_seconds
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The `allow` entry that lets `tool_id` (`server/tool`) act without
+    /// asking: the tool itself or its server; `None` when none does.
+    pub fn allow_entry(&self, tool_id: &str) -> Option<&str> {
+        let server = tool_id.split_once('/').map_or(tool_id, |(s, _)| s);
+        self.allow
+            .iter()
+            .map(String::as_str)
+            .find(|a| *a == tool_id || *a == server)
+    }
+}
