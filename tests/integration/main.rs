@@ -1,5 +1,6 @@
 //! All integration tests compile into this one binary (see Cargo.toml).
 
+mod architecture;
 mod cjk;
 mod cli_teaches;
 mod cli_tools;

@@ -6,62 +6,15 @@
 //! lint, `GatewayConfig` in the gateway); the binary's `toolrag.toml` loader
 //! places their errors at a line.
 
-use std::fmt;
 use std::ops::RangeInclusive;
-use std::path::PathBuf;
 
 use serde::de::DeserializeOwned;
 
+pub use crate::error::ConfigError;
 use crate::error::{Error, Result};
 
 /// The config file looked for in the current directory.
 pub const FILE: &str = "toolrag.toml";
-
-/// What is wrong with a configuration: where (file, line, key) and what.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigError {
-    /// The file, when the configuration was read from one.
-    pub file: Option<PathBuf>,
-    /// The line of the key (1-based), where the file shows it.
-    pub line: Option<u32>,
-    /// The key as a dotted path (`search.fusion.k`, `lint.ignore[0].path`);
-    /// `None` for a file that is not TOML at all.
-    pub key: Option<String>,
-    /// What is wrong, naming the key.
-    pub message: String,
-}
-
-impl ConfigError {
-    /// A problem with `key` (a dotted path), not yet placed in a file.
-    pub fn at(key: impl Into<String>, message: impl Into<String>) -> Self {
-        ConfigError {
-            file: None,
-            line: None,
-            key: Some(key.into()),
-            message: message.into(),
-        }
-    }
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match (&self.file, self.line) {
-            (Some(file), Some(line)) => write!(f, "{}:{line}: ", file.display())?,
-            (Some(file), None) => write!(f, "{}: ", file.display())?,
-            (None, Some(line)) => write!(f, "line {line}: ")?,
-            (None, None) => {}
-        }
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for ConfigError {}
-
-impl From<ConfigError> for Error {
-    fn from(e: ConfigError) -> Self {
-        Error::Config(e)
-    }
-}
 
 /// `path.key`, or `key` at the top.
 pub fn join(path: &str, key: &str) -> String {

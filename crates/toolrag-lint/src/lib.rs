@@ -30,6 +30,7 @@ mod rules;
 mod schema;
 pub mod similarity;
 mod text;
+mod thresholds;
 
 use std::collections::BTreeMap;
 
@@ -39,8 +40,8 @@ use serde::{Deserialize, Serialize};
 pub use config::{
     IgnoreEntry, LintConfig, Profile, Thresholds, CONFIG_FILE, CONSUMER_RULES, LINT_KEYS,
 };
-pub use rule::{rules_index_page, RuleCode, RuleInfo};
-pub use rules::{find_rule, rules};
+pub use rule::{RuleCode, RuleInfo};
+pub use rules::{find_rule, rules, rules_index_page};
 
 /// Scans text the model will read but nobody vetted, such as a tool's
 /// result, with the detectors of `hidden-instructions` (TR010) other than

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::config::Thresholds;
+use super::thresholds::Thresholds;
 use super::{Diagnostic, Level};
 use toolrag_core::registry::{Registry, ToolDef};
 use toolrag_embed::TokenCounter;
@@ -25,11 +25,6 @@ impl RuleCode {
     /// The code, as written: `TR001`.
     pub const fn as_str(self) -> &'static str {
         self.0
-    }
-
-    /// The code of a known rule, by its exact code.
-    pub fn parse(code: &str) -> Option<RuleCode> {
-        super::rules().find(|r| r.code == code).map(RuleCode::of)
     }
 }
 
@@ -124,28 +119,6 @@ impl RuleInfo {
             doc = self.doc_text(),
         )
     }
-}
-
-/// The index of the rule pages, `docs/rules/README.md`: one row per rule.
-pub fn rules_index_page() -> String {
-    let mut out = String::from(
-        "<!-- Generated from the rule table (src/lint/rules/); a test keeps it in sync. -->\n\
-         # toolrag lint rules\n\n\
-         `toolrag rule` lists them and `toolrag rule <CODE>` explains one. Levels are set in the \
-         `[lint]` table of toolrag.toml; `toolrag lint --profile consumer` keeps only the findings \
-         a consumer of a server can act on.\n\n\
-         | code | name | default level | what it finds |\n|---|---|---|---|\n",
-    );
-    for r in super::rules() {
-        out.push_str(&format!(
-            "| [{code}]({code}.md) | `{name}` | {level} | {summary} |\n",
-            code = r.code,
-            name = r.name,
-            level = r.default_level,
-            summary = r.summary.replace('|', "\\|"),
-        ));
-    }
-    out
 }
 
 /// What rules can read while checking.

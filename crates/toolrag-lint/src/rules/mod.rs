@@ -78,3 +78,34 @@ mod tests {
         assert_eq!(find_rule("missing-examples").unwrap().code, "TR001");
     }
 }
+
+use crate::rule::RuleCode;
+
+impl RuleCode {
+    /// The code of a known rule, by its exact code.
+    pub fn parse(code: &str) -> Option<RuleCode> {
+        rules().find(|r| r.code == code).map(RuleCode::of)
+    }
+}
+
+/// The index of the rule pages, `docs/rules/README.md`: one row per rule.
+pub fn rules_index_page() -> String {
+    let mut out = String::from(
+        "<!-- Generated from the rule table (src/lint/rules/); a test keeps it in sync. -->\n\
+         # toolrag lint rules\n\n\
+         `toolrag rule` lists them and `toolrag rule <CODE>` explains one. Levels are set in the \
+         `[lint]` table of toolrag.toml; `toolrag lint --profile consumer` keeps only the findings \
+         a consumer of a server can act on.\n\n\
+         | code | name | default level | what it finds |\n|---|---|---|---|\n",
+    );
+    for r in rules() {
+        out.push_str(&format!(
+            "| [{code}]({code}.md) | `{name}` | {level} | {summary} |\n",
+            code = r.code,
+            name = r.name,
+            level = r.default_level,
+            summary = r.summary.replace('|', "\\|"),
+        ));
+    }
+    out
+}

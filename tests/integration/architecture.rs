@@ -1,0 +1,269 @@
+//! The floors of ARCHITECTURE.md, checked: the crate graph, no circle between
+//! the top-level modules of any crate, no source file over 600 lines, and no
+//! path that only the team has.
+//!
+//! The module check reads the source as text: every `crate::name` (and, in a
+//! file directly under `src/` or a `src/name/mod.rs`, every `super::name`)
+//! outside the unit tests is an edge from the file's top-level module to
+//! `name` when `name` is a top-level module of the same crate.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The repository root.
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every `src/` of the house: the root package's and each crate's.
+fn source_dirs() -> Vec<PathBuf> {
+    let mut dirs = vec![root().join("src")];
+    let mut crates: Vec<PathBuf> = std::fs::read_dir(root().join("crates"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("src"))
+        .filter(|p| p.is_dir())
+        .collect();
+    crates.sort();
+    dirs.extend(crates);
+    dirs
+}
+
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .map(|e| e.unwrap().into_path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        .collect()
+}
+
+/// The top-level modules of the crate whose root is `src` (files and folders
+/// beside lib.rs / main.rs).
+fn top_modules(src: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(src)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter_map(|p| {
+            let name = p.file_stem()?.to_str()?.to_string();
+            let module = p.is_dir() || p.extension().is_some_and(|x| x == "rs");
+            (module && name != "lib" && name != "main").then_some(name)
+        })
+        .collect()
+}
+
+/// The module graph of one crate: top-level module → the ones it imports.
+fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let modules = top_modules(src);
+    let path_re = regex::Regex::new(r"\b(crate|super)::(\{[^}]*\}|\w+)").unwrap();
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in rust_files(src) {
+        let rel = file.strip_prefix(src).unwrap();
+        let parts: Vec<&str> = rel.iter().map(|p| p.to_str().unwrap()).collect();
+        let top = parts[0].trim_end_matches(".rs").to_string();
+        if !modules.contains(&top) {
+            continue;
+        }
+        // `super::` names a sibling only from a top-level file or a mod.rs.
+        let super_is_root = parts.len() == 1 || (parts.len() == 2 && parts[1] == "mod.rs");
+        let text = std::fs::read_to_string(&file).unwrap();
+        let body = text
+            .split("#[cfg(test)]\nmod tests")
+            .next()
+            .unwrap_or_default();
+        for line in body.lines() {
+            let code = line.split("//").next().unwrap_or_default();
+            for c in path_re.captures_iter(code) {
+                if &c[1] == "super" && !super_is_root {
+                    continue;
+                }
+                let names = c[2].trim_start_matches('{').trim_end_matches('}');
+                for name in names.split(',') {
+                    let name = name.trim().split("::").next().unwrap_or_default().trim();
+                    if name != top && modules.contains(name) {
+                        graph
+                            .entry(top.clone())
+                            .or_default()
+                            .insert(name.to_string());
+                    }
+                }
+            }
+        }
+    }
+    graph
+}
+
+/// A circle through `graph`, as the modules on it, if there is one.
+fn find_circle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = path.iter().position(|p| p == node) {
+            let mut circle = path[i..].to_vec();
+            circle.push(node.to_string());
+            return Some(circle);
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_string());
+        for next in graph.get(node).into_iter().flatten() {
+            if let Some(c) = visit(next, graph, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.insert(node.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    graph
+        .keys()
+        .find_map(|n| visit(n, graph, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn no_crate_has_a_module_circle() {
+    for src in source_dirs() {
+        let graph = module_graph(&src);
+        if let Some(circle) = find_circle(&graph) {
+            panic!(
+                "{}: the top-level modules import each other in a circle: {}",
+                src.display(),
+                circle.join(" → ")
+            );
+        }
+    }
+}
+
+#[test]
+fn the_circle_check_finds_a_circle() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("lib.rs"), "mod a;\nmod b;\n").unwrap();
+    std::fs::write(dir.path().join("a.rs"), "use crate::b::X;\n").unwrap();
+    std::fs::create_dir(dir.path().join("b")).unwrap();
+    std::fs::write(dir.path().join("b/mod.rs"), "use super::{a::Y, c};\n").unwrap();
+    let circle = find_circle(&module_graph(dir.path())).expect("a → b → a");
+    assert_eq!(circle.len(), 3, "{circle:?}");
+}
+
+#[test]
+fn no_source_file_is_over_600_lines() {
+    let mut long = Vec::new();
+    for src in source_dirs() {
+        for file in rust_files(&src) {
+            let n = std::fs::read_to_string(&file).unwrap().lines().count();
+            if n > 600 {
+                long.push(format!("{} ({n} lines)", file.display()));
+            }
+        }
+    }
+    assert!(long.is_empty(), "split these: {long:#?}");
+}
+
+/// The toolrag crates each crate may depend on: the floors of ARCHITECTURE.md.
+const FLOORS: &[(&str, &[&str])] = &[
+    ("toolrag-core", &[]),
+    ("toolrag-embed", &["toolrag-core"]),
+    ("toolrag-engine", &["toolrag-core", "toolrag-embed"]),
+    ("toolrag-gate", &["toolrag-core"]),
+    ("toolrag-lint", &["toolrag-core", "toolrag-embed"]),
+    (
+        "toolrag-http",
+        &["toolrag-core", "toolrag-engine", "toolrag-gate"],
+    ),
+    (
+        "toolrag-mcp",
+        &[
+            "toolrag-core",
+            "toolrag-embed",
+            "toolrag-engine",
+            "toolrag-gate",
+            "toolrag-lint",
+        ],
+    ),
+];
+
+/// The crates below the front ends never take a server, an async runtime,
+/// MCP or a command line.
+const FRONT_END_ONLY: &[&str] = &[
+    "axum",
+    "tokio",
+    "rmcp",
+    "clap",
+    "hyper",
+    "tower-http",
+    "anyhow",
+];
+
+fn dependencies(manifest: &Path) -> BTreeSet<String> {
+    let text = std::fs::read_to_string(manifest).unwrap();
+    let doc: toml::Table = toml::from_str(&text).unwrap();
+    let mut names = BTreeSet::new();
+    let mut add = |t: Option<&toml::Value>| {
+        if let Some(t) = t.and_then(toml::Value::as_table) {
+            names.extend(t.keys().cloned());
+        }
+    };
+    add(doc.get("dependencies"));
+    if let Some(targets) = doc.get("target").and_then(toml::Value::as_table) {
+        for t in targets.values() {
+            add(t.get("dependencies"));
+        }
+    }
+    names
+}
+
+#[test]
+fn the_crate_graph_is_the_architecture() {
+    let mut seen = BTreeSet::new();
+    for (name, allowed) in FLOORS {
+        let deps = dependencies(&root().join("crates").join(name).join("Cargo.toml"));
+        let ours: BTreeSet<&str> = deps
+            .iter()
+            .map(String::as_str)
+            .filter(|d| d.starts_with("toolrag"))
+            .collect();
+        let extra: Vec<&&str> = ours.iter().filter(|d| !allowed.contains(*d)).collect();
+        assert!(extra.is_empty(), "{name} may not depend on {extra:?}");
+        if !matches!(*name, "toolrag-http" | "toolrag-mcp") {
+            let heavy: Vec<&String> = deps
+                .iter()
+                .filter(|d| FRONT_END_ONLY.contains(&d.as_str()))
+                .collect();
+            assert!(heavy.is_empty(), "{name} depends on {heavy:?}");
+        }
+        seen.insert(name.to_string());
+    }
+    let on_disk: BTreeSet<String> = std::fs::read_dir(root().join("crates"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(on_disk, seen, "every crate has its floor here");
+}
+
+#[test]
+fn no_path_outside_the_repository_is_taught() {
+    let mut files: Vec<PathBuf> = source_dirs().iter().flat_map(|d| rust_files(d)).collect();
+    files.push(root().join("README.md"));
+    if root().join("docs").is_dir() {
+        files.extend(
+            walkdir::WalkDir::new(root().join("docs"))
+                .into_iter()
+                .map(|e| e.unwrap().into_path())
+                .filter(|p| p.extension().is_some_and(|x| x == "md")),
+        );
+    }
+    let shared = ["..", "shared"].join("/");
+    let found: Vec<String> = files
+        .iter()
+        .filter(|f| {
+            std::fs::read_to_string(f)
+                .unwrap_or_default()
+                .contains(&shared)
+        })
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(found.is_empty(), "these name {shared}: {found:#?}");
+}
