@@ -16,6 +16,11 @@ use crate::index::manifest::{
 use crate::index::{current_generation, publish, remove_stale_staging, BuildLock, STAGING_PREFIX};
 use toolrag_core::error::{Error, Result};
 use toolrag_core::registry::{document_text, Registry, ToolDef};
+
+mod reuse;
+
+pub use reuse::content_hash;
+use reuse::{previous_manifest, previous_vectors, text_hash, tool_texts};
 use toolrag_embed::{embed_documents_chunked, Embedder};
 
 /// What to build and how.
@@ -136,116 +141,6 @@ impl std::fmt::Display for BuildReport {
             )
         }
     }
-}
-
-/// The hash of everything about a tool that the index uses, not where it was
-/// defined: moving a tool in its file, or indexing the same registry by
-/// another path (`tools/` or `/abs/tools`, a copied folder), does not make it
-/// "changed". Its id and namespace are hashed, so a rename still counts.
-pub fn content_hash(tool: &ToolDef) -> String {
-    let mut t = tool.clone();
-    t.source.location.file = PathBuf::new();
-    t.source.location.line = 0;
-    t.source.location.column = 0;
-    t.source.spans.clear();
-    let bytes = serde_json::to_vec(&t).expect("a ToolDef always serialises");
-    hex::encode(&Sha256::digest(&bytes)[..16])
-}
-
-fn text_hash(text: &str) -> [u8; 16] {
-    let d = Sha256::digest(text.as_bytes());
-    let mut h = [0u8; 16];
-    h.copy_from_slice(&d[..16]);
-    h
-}
-
-/// The texts of one tool to embed: its document, then each example request.
-fn tool_texts(tool: &ToolDef) -> Vec<(PointKind, String)> {
-    let mut out = vec![(PointKind::Tool, document_text(tool))];
-    for e in &tool.examples {
-        let r = e.request.trim();
-        if !r.is_empty() {
-            out.push((PointKind::Example, r.to_string()));
-        }
-    }
-    out
-}
-
-/// What the build reads of the live generation's manifest: enough to count
-/// new, changed and removed tools, and to tell whether its vectors are reusable.
-/// Read leniently: an index of an older format still lends its vectors
-/// (`vectors.bin` has its own magic and checks), so upgrading toolrag does not
-/// force re-embedding a registry.
-#[derive(Default, serde::Deserialize)]
-struct Previous {
-    #[serde(skip)]
-    generation: Option<PathBuf>,
-    #[serde(default)]
-    model: Option<ModelInfo>,
-    #[serde(default)]
-    tools: Vec<ToolEntry>,
-    #[serde(default)]
-    files: Vec<FileEntry>,
-}
-
-fn previous_manifest(out: &Path) -> Previous {
-    let Ok(gen) = current_generation(out) else {
-        return Previous::default();
-    };
-    let mut prev = std::fs::read(gen.join("manifest.json"))
-        .ok()
-        .and_then(|b| serde_json::from_slice::<Previous>(&b).ok())
-        .unwrap_or_default();
-    prev.generation = Some(gen);
-    prev
-}
-
-/// The previous generation's vectors of the texts in `wanted`, by text hash,
-/// when it used the same model and its files pass their checksums (a damaged
-/// generation lends nothing: the build embeds from scratch). Streamed from
-/// the file: only the vectors this build needs are kept.
-fn previous_vectors(
-    prev: &Previous,
-    model: &ModelInfo,
-    wanted: &std::collections::HashSet<[u8; 16]>,
-) -> HashMap<[u8; 16], Vec<f32>> {
-    let mut cache = HashMap::new();
-    let (Some(gen), Some(p)) = (&prev.generation, &prev.model) else {
-        return cache;
-    };
-    if p != model {
-        return cache;
-    }
-    let path = gen.join(dense::VECTORS_FILE);
-    let mut read = || -> Result<()> {
-        // Only the vectors file's checksum: the manifest may be of an older
-        // format (the vectors do not depend on it), which `Manifest::read`
-        // would refuse, and a refusal here would re-embed the whole registry.
-        let entry = prev
-            .files
-            .iter()
-            .find(|f| f.path == dense::VECTORS_FILE)
-            .ok_or_else(|| Error::Index("the manifest lists no vectors file".into()))?;
-        entry.verify(gen)?;
-        let mut r = dense::VectorReader::open(&path)?;
-        let dim = r.dim();
-        if dim != model.dimension {
-            return Ok(());
-        }
-        r.for_each_chunk(dense::STREAM_CHUNK, |_, points, vectors| {
-            for (p, v) in points.iter().zip(vectors.chunks_exact(dim)) {
-                if wanted.contains(&p.text_hash) {
-                    cache.insert(p.text_hash, v.to_vec());
-                }
-            }
-            Ok(())
-        })
-    };
-    if let Err(e) = read() {
-        tracing::warn!(target: "index", "not reusing vectors: {e}");
-        cache.clear();
-    }
-    cache
 }
 
 /// Where a build gets its embedding model.
@@ -639,49 +534,4 @@ fn file_entries(dir: &Path) -> Result<Vec<FileEntry>> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_write_failure_is_a_failed_build_not_a_damaged_index() {
-        let out = Path::new("/srv/index");
-        let full = Error::io(
-            "/srv/index/.staging-1/vectors.bin",
-            std::io::Error::from_raw_os_error(28),
-        );
-        let e = build_failed(out, full);
-        assert!(
-            matches!(
-                e,
-                Error::BuildFailed {
-                    disk_full: true,
-                    ..
-                }
-            ),
-            "{e:?}"
-        );
-        let m = e.to_string();
-        assert!(m.contains("the index build failed"), "{m}");
-        assert!(m.contains("The disk is full"), "{m}");
-        assert!(m.contains("vectors.bin"), "{m}");
-        assert!(
-            m.contains("live generation") && m.contains("untouched"),
-            "{m}"
-        );
-        assert!(!m.contains("damaged"), "{m}");
-
-        // tantivy reports a full disk in its own error text.
-        let e = build_failed(
-            out,
-            Error::Index("an IO error occurred: No space left on device (os error 28)".into()),
-        );
-        assert!(e.to_string().contains("The disk is full"), "{e}");
-
-        // Other errors keep their own words.
-        let e = build_failed(out, Error::Embed("the model failed".into()));
-        assert!(matches!(e, Error::Embed(_)));
-        let e = build_failed(out, Error::io("/x", std::io::Error::other("boom")));
-        let m = e.to_string();
-        assert!(m.contains("boom") && !m.contains("disk is full"), "{m}");
-    }
-}
+mod tests;
