@@ -96,9 +96,8 @@ $(OPENAPI_CLIENT_VENV)/.installed: tests/openapi-client-requirements.txt
 
 ## Fetch the model, then run every test (unit, integration with the real model, doc).
 test: models mcp-client mcp-servers sarif-multitool schemathesis promtool openapi-client
-	$(CARGO) check --lib --no-default-features
-	$(CARGO) test --all-targets
-	$(CARGO) test --doc
+	$(CARGO) test --workspace --all-targets
+	$(CARGO) test --workspace --doc
 	$(CARGO) run --quiet --bin toolrag -- lint tools/ --deny-warnings
 	$(CARGO) run --quiet --bin toolrag -- eval --queries tests/golden/tools-queries.jsonl --registry tools/ --modes hybrid --min recall@5=0.81 --min mrr@10=0.65
 
@@ -114,4 +113,4 @@ fmt:
 	$(CARGO) fmt --all
 
 clippy:
-	$(CARGO) clippy --all-targets -- -D warnings
+	$(CARGO) clippy --workspace --all-targets -- -D warnings

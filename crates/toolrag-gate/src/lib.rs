@@ -23,8 +23,8 @@
 //!
 //! ```
 //! use serde_json::json;
-//! use toolrag::gate::{self, Code};
-//! use toolrag::search::khipu::{Candidate, Label, NodeKind};
+//! use toolrag_gate::{self, Code};
+//! use toolrag_core::khipu::{Candidate, Label, NodeKind};
 //!
 //! let offered = vec![Candidate {
 //!     node_id: "tool://git/git_status".into(),

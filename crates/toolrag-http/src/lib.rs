@@ -13,10 +13,10 @@
 //! (`toolrag serve`); this module builds the [`axum::Router`].
 //!
 //! ```no_run
-//! # async fn demo() -> toolrag::Result<()> {
+//! # async fn demo() -> toolrag_core::Result<()> {
 //! use std::sync::Arc;
-//! use toolrag::serve::LiveIndex;
-//! use toolrag::server::{AppState, ServeOptions};
+//! use toolrag_engine::serve::LiveIndex;
+//! use toolrag_http::{AppState, ServeOptions};
 //!
 //! let live = LiveIndex::open("index".as_ref(), None, Default::default())?;
 //! let state = AppState::new(ServeOptions::default());
@@ -24,7 +24,7 @@
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:7878").await.unwrap();
 //! // `router(state)` is the plain axum `Router`; `serve` adds a deadline for
 //! // request headers and a cap on open connections.
-//! toolrag::server::serve(listener, state, std::future::pending()).await.unwrap();
+//! toolrag_http::serve(listener, state, std::future::pending()).await.unwrap();
 //! # Ok(()) }
 //! ```
 

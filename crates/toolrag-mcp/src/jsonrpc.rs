@@ -15,9 +15,9 @@
 //! `rmcp::transport::stdio()`:
 //!
 //! ```no_run
-//! # async fn demo(server: toolrag::mcp::McpServer) -> Result<(), Box<dyn std::error::Error>> {
+//! # async fn demo(server: toolrag_mcp::McpServer) -> Result<(), Box<dyn std::error::Error>> {
 //! use rmcp::ServiceExt;
-//! let service = server.serve(toolrag::mcp::jsonrpc::stdio()).await?;
+//! let service = server.serve(toolrag_mcp::jsonrpc::stdio()).await?;
 //! service.waiting().await?;
 //! # Ok(()) }
 //! ```

@@ -10,7 +10,7 @@ use super::model::ToolDef;
 /// (`utf8` → `utf 8`).
 ///
 /// ```
-/// assert_eq!(toolrag::registry::split_identifier("getHTTPCode_v2.list"), ["get", "http", "code", "v", "2", "list"]);
+/// assert_eq!(toolrag_core::registry::split_identifier("getHTTPCode_v2.list"), ["get", "http", "code", "v", "2", "list"]);
 /// ```
 pub fn split_identifier(s: &str) -> Vec<String> {
     let mut words = Vec::new();

@@ -15,7 +15,7 @@
 //!   the queries that pull a missed metric down.
 //!
 //! ```
-//! use toolrag::eval::{score_query, Metric};
+//! use toolrag_engine::eval::{score_query, Metric};
 //!
 //! let needs = vec![vec!["fs/read".to_string(), "fs/cat".to_string()]];
 //! let m = score_query(&needs, &["fs/list", "fs/cat"]);

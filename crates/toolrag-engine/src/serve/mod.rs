@@ -1,5 +1,5 @@
-//! The serving core: what the HTTP server ([`crate::server`]) and the MCP
-//! server ([`crate::mcp`]) share, so that neither depends on the other.
+//! The serving core: what the HTTP server (`toolrag-http`) and the MCP
+//! server (`toolrag-mcp`) share, so that neither depends on the other.
 //!
 //! - the limits ([`MAX_K`], [`DEFAULT_K`], [`MAX_BATCH`], [`MAX_BODY_BYTES`],
 //!   [`MAX_QUERY_CHARS`]) and the request checks ([`check_k`],
@@ -15,9 +15,9 @@
 //! `u16`s, and it builds without the `server` and `mcp` features.
 //!
 //! ```
-//! use toolrag::serve::{check_k, check_query, ApiCode, UserCode};
+//! use toolrag_engine::serve::{check_k, check_query, ApiCode, UserCode};
 //!
-//! assert_eq!(check_k(None).unwrap(), toolrag::serve::DEFAULT_K);
+//! assert_eq!(check_k(None).unwrap(), toolrag_engine::serve::DEFAULT_K);
 //! let e = check_k(Some(0)).unwrap_err();
 //! assert_eq!(e.code(), ApiCode::User(UserCode::InvalidK));
 //! assert_eq!((e.status(), e.code().as_str()), (400, "invalid_k"));
