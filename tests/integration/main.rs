@@ -26,4 +26,5 @@ mod query;
 mod registry;
 mod schemathesis;
 mod server;
+mod shared;
 mod transfer;
