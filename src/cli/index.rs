@@ -36,7 +36,7 @@ use super::{ModelArgs, RegistryArgs};
 ///
 /// Examples:
 ///   toolrag index                                   # tools/ -> index/
-///   toolrag index ../shared/data/bfcl/tools.jsonl --out /tmp/bfcl-index
+///   toolrag index my-tools.jsonl --out /tmp/my-index
 ///   toolrag index --lexical-only                    # BM25 only, no model needed
 ///   toolrag index --mcp-config ~/.config/Claude/claude_desktop_config.json
 ///   toolrag index tools/ --mcp-config .vscode/mcp.json --mcp-timeout 60

@@ -40,7 +40,7 @@ Examples:
   toolrag lint
   toolrag lint tools/ my-server.json --format concise
   toolrag lint --format sarif --output toolrag.sarif
-  toolrag lint ../shared/data/bfcl/tools.jsonl --lexical --statistics
+  toolrag lint my-tools.jsonl --lexical --statistics
   toolrag lint --select relative-path-parameter,hidden-instructions
   toolrag lint tests/fixtures/mcp-reference/ --profile consumer --format concise
   npx @modelcontextprotocol/inspector --cli --method tools/list npx -y \\

@@ -73,7 +73,7 @@ enum Command {
 const TOOLS_HELP: &str = "\
 Examples:
   toolrag tools list
-  toolrag tools list ../shared/data/bfcl/tools.jsonl --format json
+  toolrag tools list my-tools.jsonl --format json
   toolrag tools show filesystem/read_text_file
   curl -s https://example.com/tools.json | toolrag tools list -";
 

@@ -35,7 +35,7 @@ pub enum QueryFormat {
 ///   toolrag query "read the file /etc/hosts"
 ///   toolrag query "post in #deploys" -k 5 --format khipu
 ///   toolrag query "delete old branches" --namespace git --exclude-destructive
-///   toolrag query --batch queries.jsonl --index /tmp/bfcl-index > rankings.jsonl
+///   toolrag query --batch queries.jsonl --index /tmp/my-index > rankings.jsonl
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct QueryArgs {

@@ -15,7 +15,7 @@ use toolrag::search::{SearchConfig, Searcher};
 /// sees handles; the controller resolves the ones it cites.
 #[derive(Debug, Args)]
 #[command(
-    after_long_help = "Examples:\n  toolrag resolve tool://filesystem/read_text_file\n  toolrag resolve 'tool://math.sum#283188eb' --index /tmp/bfcl-index"
+    after_long_help = "Examples:\n  toolrag resolve tool://filesystem/read_text_file\n  toolrag resolve 'tool://math.sum#283188eb' --index /tmp/my-index"
 )]
 pub struct ResolveArgs {
     /// The handle (`tool://<id>`) or the bare tool id.

@@ -27,7 +27,7 @@ const GRACE: Duration = Duration::from_secs(10);
 ///
 /// Examples:
 ///   toolrag serve
-///   toolrag serve --index /tmp/bfcl-index --addr 127.0.0.1:8080
+///   toolrag serve --index /tmp/my-index --addr 127.0.0.1:8080
 ///   toolrag serve --token-file ~/.config/toolrag/token --cors-origin https://app.example.com
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]

@@ -16,7 +16,7 @@ pub enum ToolsCommand {
     ///
     /// Examples:
     ///   toolrag tools list
-    ///   toolrag tools list ../shared/data/bfcl/tools.jsonl --format json
+    ///   toolrag tools list my-tools.jsonl --format json
     ///   toolrag tools list - < tests/fixtures/mcp-reference/git.json
     #[command(verbatim_doc_comment)]
     List {

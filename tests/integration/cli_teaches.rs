@@ -46,6 +46,25 @@ fn every_subcommand_long_help_ends_with_examples() {
 }
 
 #[test]
+fn help_names_only_paths_a_user_has() {
+    // The team's `../shared` folder is beside our checkouts, not beside a
+    // user's: no example or explanation may send anyone there.
+    let top: &[&str] = &[];
+    for cmd in std::iter::once(top).chain(COMMANDS.iter().copied()) {
+        for flag in ["--help", "-h"] {
+            let out = toolrag().args(cmd).arg(flag).output().unwrap();
+            assert!(out.status.success(), "{cmd:?}");
+            let help = String::from_utf8(out.stdout).unwrap();
+            assert!(
+                !help.contains("shared/"),
+                "`toolrag {} {flag}` names the team's shared folder:\n{help}",
+                cmd.join(" ")
+            );
+        }
+    }
+}
+
+#[test]
 fn serve_and_mcp_show_their_long_help() {
     toolrag()
         .args(["mcp", "--help"])
@@ -58,7 +77,7 @@ fn serve_and_mcp_show_their_long_help() {
         .success()
         .stdout(predicate::str::contains("GET /readyz"))
         .stdout(predicate::str::contains(
-            "toolrag serve --index /tmp/bfcl-index",
+            "toolrag serve --index /tmp/my-index",
         ));
 }
 

@@ -2,7 +2,7 @@
 
 use predicates::prelude::*;
 
-use crate::common::toolrag;
+use crate::common::{jsonl_ids, root, toolrag};
 
 #[test]
 fn list_shows_the_shipped_registry() {
@@ -14,22 +14,35 @@ fn list_shows_the_shipped_registry() {
         .stdout(predicate::str::is_match(r"\d+ tools in \d+ namespaces").unwrap());
 }
 
+/// A registry in JSON Lines, one tool per line with its own `id`, as the
+/// team's labelled datasets are written.
+const JSONL: &str = "tests/fixtures/jsonl/tools.jsonl";
+
 #[test]
-fn list_json_gives_bfcl_ids() {
+fn list_json_gives_the_ids_of_a_jsonl_registry() {
     let out = toolrag()
-        .args([
-            "tools",
-            "list",
-            "../shared/data/bfcl/tools.jsonl",
-            "--format",
-            "json",
-        ])
+        .args(["tools", "list", JSONL, "--format", "json"])
         .output()
         .unwrap();
-    assert!(out.status.success());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(rows.len(), 3258);
-    assert_eq!(rows[0]["id"], "determine_body_mass_index#ab2e0d91");
+    // Every line's id, unchanged and in file order: the ids labelled queries
+    // name, not `namespace/name`.
+    let ids: Vec<&str> = rows.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, jsonl_ids(&root().join(JSONL)));
+    assert_eq!(rows.len(), 11);
+    assert_eq!(rows[0]["id"], "convert_currency#1f0a9c3e");
+    // Two functions with one name stay two tools.
+    assert_eq!(
+        ids.iter()
+            .filter(|id| id.starts_with("get_current_weather#"))
+            .count(),
+        2
+    );
 }
 
 #[test]

@@ -26,6 +26,21 @@ pub fn shipped_tools() -> PathBuf {
     root().join("tools")
 }
 
+/// The `id` of every line of a JSON Lines registry, in file order.
+pub fn jsonl_ids(path: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["id"]
+                .as_str()
+                .expect("every line has an id")
+                .to_string()
+        })
+        .collect()
+}
+
 pub fn model_dir() -> ModelDir {
     // `make test` fetches the model first; a missing model fails, it never skips.
     // The default model, as the binary chooses it with no --model.

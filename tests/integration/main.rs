@@ -27,4 +27,5 @@ mod query;
 mod registry;
 mod schemathesis;
 mod server;
+mod shared;
 mod transfer;

@@ -359,15 +359,11 @@ fn candidate_validator() -> jsonschema::Validator {
 #[test]
 fn every_khipu_output_meets_the_contract() {
     let v = candidate_validator();
-    let schema_copy = std::fs::read_to_string(
-        crate::common::root().join("../shared/spec/khipu-plan.schema.json"),
-    )
-    .unwrap();
-    assert_eq!(
-        khipu::PLAN_SCHEMA,
-        schema_copy,
-        "the shipped schema copy is current"
-    );
+    // The contract is the repository's spec/ (`make check-shared` compares it
+    // with the team's copy); the binary embeds that file as it is now.
+    let spec =
+        std::fs::read_to_string(crate::common::root().join("spec/khipu-plan.schema.json")).unwrap();
+    assert_eq!(khipu::PLAN_SCHEMA, spec, "the embedded schema is spec/'s");
     for q in [
         "read the file /etc/hosts",
         "play some relaxing jazz music",

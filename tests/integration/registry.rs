@@ -1,12 +1,10 @@
 //! Loading registries: every format, the shipped tools/, and broken input.
 
-use std::collections::BTreeSet;
-
 use serde_json::json;
 use toolrag::registry::{LoadOptions, Registry, SourceFormat};
 use toolrag::Error;
 
-use crate::common::{fixture, shipped_tools};
+use crate::common::{fixture, jsonl_ids, shipped_tools};
 
 fn load(paths: &[std::path::PathBuf]) -> Result<Registry, Error> {
     Registry::load(paths, &LoadOptions::default())
@@ -88,22 +86,39 @@ fn jsonl_keeps_given_ids() {
 }
 
 #[test]
-fn the_bfcl_dataset_loads_with_its_ids() {
-    let path = crate::common::root().join("../shared/data/bfcl/tools.jsonl");
+fn a_jsonl_dataset_loads_with_its_ids() {
+    let path = fixture("jsonl/tools.jsonl");
     let reg = load(std::slice::from_ref(&path)).unwrap();
-    assert_eq!(reg.len(), 3258);
-    let text = std::fs::read_to_string(path).unwrap();
-    let ids: BTreeSet<String> = text
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<serde_json::Value>(l).unwrap()["id"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
+    // Every line is one tool under the id it was given, in file order.
+    let ids = jsonl_ids(&path);
+    assert_eq!(ids.len(), 11);
+    let got: Vec<&str> = reg.tools().iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(got, ids);
+    for (i, t) in reg.tools().iter().enumerate() {
+        assert_eq!(t.source.format, SourceFormat::Jsonl, "{}", t.id);
+        assert_eq!(t.source.location.line as usize, i + 1, "{}", t.id);
+    }
+    // One name, two functions: both load, each under its own id.
+    let weather: Vec<&str> = reg
+        .named("get_current_weather")
+        .map(|t| t.id.as_str())
         .collect();
-    let got: BTreeSet<String> = reg.tools().iter().map(|t| t.id.clone()).collect();
-    assert_eq!(ids, got);
+    assert_eq!(
+        weather,
+        [
+            "get_current_weather#5b7e21d4",
+            "get_current_weather#c94a06f2"
+        ]
+    );
+    // A dotted name is kept whole, with its parameters.
+    let gcd = reg.get("math.gcd#7d2e4b19").unwrap();
+    assert_eq!(gcd.name, "math.gcd");
+    assert!(gcd.is_required("a") && gcd.is_required("b"));
+    // `"parameters": null` is a tool without arguments.
+    assert_eq!(
+        reg.get("list_models#2b4d6f80").unwrap().input_schema,
+        json!({"type": "object"})
+    );
 }
 
 fn errors_of(paths: &[std::path::PathBuf]) -> Vec<String> {

@@ -33,15 +33,17 @@ pub enum EvalFormat {
 /// What `toolrag eval --help` adds after the options: the command's doc
 /// comment lives on its variant in `cli/mod.rs`, which is kept to one line.
 const EVAL_HELP: &str = "\
-Queries are JSON Lines in the format of ../shared/data: {\"id\", \"query\",
-\"relevant\", \"groups\"?, \"kind\"?, \"subset\"?}. A need is met when any id of
-its group is retrieved. Out-of-scope requests have \"kind\": \"none\" and no
+Queries are JSON Lines, one request per line, as in
+tests/golden/tools-queries.jsonl: {\"id\", \"query\", \"relevant\", \"groups\"?,
+\"kind\"?, \"subset\"?}. \"relevant\" holds one tool id per need; \"groups\"
+gives each need its acceptable ids, and a need is met when any id of its
+group is retrieved. Out-of-scope requests have \"kind\": \"none\" and no
 relevant tool; they should abstain.
 
-Metrics are those of ../shared/eval/score.py: Recall@1/5/10, nDCG@10, MRR@10
-and Complete@10, macro means over answerable queries (also per kind and
-subset); abstain precision and recall of the ABSTAIN decision; AUROC of the
-confidence, answerable vs none; latency p50/p95, one query at a time.
+Metrics: Recall@1/5/10, nDCG@10, MRR@10 and Complete@10, macro means over
+answerable queries (also per kind and subset); abstain precision and recall
+of the ABSTAIN decision; AUROC of the confidence, answerable vs none;
+latency p50/p95, one query at a time.
 
 --min thresholds apply to the hybrid mode when it is evaluated, otherwise to
 the last mode in --modes. A missed threshold lists the queries behind it on
@@ -53,7 +55,7 @@ apply to could not run).
 
 Examples:
   toolrag eval --queries tests/golden/tools-queries.jsonl --registry tools/
-  toolrag eval --queries bfcl/queries.jsonl --registry bfcl/tools.jsonl
+  toolrag eval --queries my-queries.jsonl --registry my-tools.jsonl
   toolrag eval --queries golden.jsonl --index index --format markdown
   toolrag eval --queries golden.jsonl --registry tools/ --modes hybrid \\
       --min recall@5=0.81 --min mrr@10=0.65";

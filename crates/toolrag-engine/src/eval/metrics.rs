@@ -1,6 +1,8 @@
-//! The metric definitions of `../shared/eval/score.py`, line for line: the
+//! The metric definitions of the team's scorer, `score.py`, line for line: the
 //! per-query scores, their macro means per slice, and `score_rankings`, which
-//! also runs the score-threshold abstain analysis of `abstain`.
+//! also runs the score-threshold abstain analysis of `abstain`. Its figures on
+//! `tests/fixtures/eval` are recorded there for `make test`; `make
+//! check-shared` compares with the scorer itself.
 //!
 //! Everything here is pure: rankings in, numbers out. Undefined means (no
 //! query in a slice) are NaN, which JSON output writes as `null`, as

@@ -1,5 +1,6 @@
 //! Retrieval evaluation: run labelled queries through a [`Searcher`] in each
-//! mode and score the results with the metrics of `../shared/eval/score.py`.
+//! mode and score the results with the metrics of the team's scorer, `score.py`
+//! (`make check-shared` checks the parity).
 //!
 //! - [`load_queries`] reads the dev format (`id`, `query`, `relevant`,
 //!   optional `groups`, `kind`, `subset`), with `file:line` errors.

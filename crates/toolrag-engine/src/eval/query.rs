@@ -1,4 +1,6 @@
-//! Reading labelled queries in the dev format of `../shared/data/README.md`.
+//! Reading labelled queries: JSON Lines, one request per line (`id`, `query`,
+//! `relevant`, optional `groups`, `kind`, `subset`), as in
+//! `tests/golden/tools-queries.jsonl`.
 
 use std::collections::HashMap;
 use std::path::Path;
