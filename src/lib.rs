@@ -111,7 +111,7 @@ pub mod index {
     pub use toolrag_engine::index::*;
 }
 
-pub use toolrag_core::{Error, LoadOptions, Registry, Result, ToolDef};
+pub use toolrag_core::{Error, ErrorKind, LoadOptions, Registry, Result, ToolDef};
 pub use toolrag_engine::build::{build, BuildModel, BuildOptions};
 pub use toolrag_engine::search::{Mode, SearchConfig, SearchRequest, SearchResult, Searcher};
 pub use toolrag_gate::{Gate, Verdict};

@@ -53,13 +53,15 @@ fn top_modules(src: &Path) -> BTreeSet<String> {
 /// The module graph of one crate: top-level module → the ones it imports.
 fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let modules = top_modules(src);
-    let path_re = regex::Regex::new(r"\b(crate|super)::(\{[^}]*\}|\w+)").unwrap();
+    let path_re = regex::Regex::new(r"\b(crate|super)::").unwrap();
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for file in rust_files(src) {
         let rel = file.strip_prefix(src).unwrap();
         let parts: Vec<&str> = rel.iter().map(|p| p.to_str().unwrap()).collect();
         let top = parts[0].trim_end_matches(".rs").to_string();
-        if !modules.contains(&top) {
+        // Unit tests (a `tests.rs` or `tests/` beside the code) may reach anywhere.
+        let is_test = parts.iter().any(|p| *p == "tests" || *p == "tests.rs");
+        if !modules.contains(&top) || is_test {
             continue;
         }
         // `super::` names a sibling only from a top-level file or a mod.rs.
@@ -69,26 +71,54 @@ fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
             .split("#[cfg(test)]\nmod tests")
             .next()
             .unwrap_or_default();
-        for line in body.lines() {
-            let code = line.split("//").next().unwrap_or_default();
-            for c in path_re.captures_iter(code) {
-                if &c[1] == "super" && !super_is_root {
-                    continue;
-                }
-                let names = c[2].trim_start_matches('{').trim_end_matches('}');
-                for name in names.split(',') {
-                    let name = name.trim().split("::").next().unwrap_or_default().trim();
-                    if name != top && modules.contains(name) {
-                        graph
-                            .entry(top.clone())
-                            .or_default()
-                            .insert(name.to_string());
-                    }
+        let code: Vec<&str> = body
+            .lines()
+            .map(|line| line.split("//").next().unwrap_or_default())
+            .collect();
+        let code = code.join("\n");
+        for m in path_re.find_iter(&code) {
+            if m.as_str().starts_with("super") && !super_is_root {
+                continue;
+            }
+            for name in heads(&code[m.end()..]) {
+                if name != top && modules.contains(&name) {
+                    graph.entry(top.clone()).or_default().insert(name);
                 }
             }
         }
     }
     graph
+}
+
+/// The first segment of each path a `use` names after `crate::`: `a` for
+/// `a::b`, and `a`, `c` for `{a::{b, x}, c}` (only the group's own items).
+fn heads(rest: &str) -> Vec<String> {
+    let ident = |s: &str| -> String {
+        s.trim_start()
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let Some(group) = rest.strip_prefix('{') else {
+        return vec![ident(rest)];
+    };
+    let (mut depth, mut item, mut out) = (0usize, String::new(), Vec::new());
+    for c in group.chars() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => break,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(ident(&item));
+                item.clear();
+                continue;
+            }
+            _ => {}
+        }
+        item.push(c);
+    }
+    out.push(ident(&item));
+    out
 }
 
 /// A circle through `graph`, as the modules on it, if there is one.
@@ -143,7 +173,7 @@ fn the_circle_check_finds_a_circle() {
     std::fs::write(dir.path().join("lib.rs"), "mod a;\nmod b;\n").unwrap();
     std::fs::write(dir.path().join("a.rs"), "use crate::b::X;\n").unwrap();
     std::fs::create_dir(dir.path().join("b")).unwrap();
-    std::fs::write(dir.path().join("b/mod.rs"), "use super::{a::Y, c};\n").unwrap();
+    std::fs::write(dir.path().join("b/mod.rs"), "use super::{a::{Y, b}, c};\n").unwrap();
     let circle = find_circle(&module_graph(dir.path())).expect("a → b → a");
     assert_eq!(circle.len(), 3, "{circle:?}");
 }

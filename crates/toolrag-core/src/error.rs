@@ -145,7 +145,42 @@ pub enum Error {
     Config(ConfigError),
 }
 
+/// Who has to act on an [`Error`]: the caller, or whoever runs the index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The caller asked for something wrong: a bad registry file or
+    /// `toolrag.toml` (with its file and line), an invalid request, a model or
+    /// an index that is not there or was made by another version. Fix the
+    /// input and try again.
+    Caller,
+    /// Something broke inside: an I/O failure, a damaged index file (named),
+    /// an unusable model folder, a failed build or embedding. The input was
+    /// fine.
+    Internal,
+}
+
 impl Error {
+    /// Whether the caller did something wrong or something broke inside.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Load(_)
+            | Error::ModelNotFound { .. }
+            | Error::ModelUnavailable { .. }
+            | Error::IncompatibleIndex { .. }
+            | Error::NoIndex { .. }
+            | Error::Locked { .. }
+            | Error::InvalidInput(_)
+            | Error::Config(_) => ErrorKind::Caller,
+            Error::Io { .. }
+            | Error::ModelCorrupt { .. }
+            | Error::Embed(_)
+            | Error::BuildFailed { .. }
+            | Error::Index(_)
+            | Error::Corrupt { .. } => ErrorKind::Internal,
+        }
+    }
+
     /// Wraps an I/O error with the path it concerns.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {
@@ -286,6 +321,21 @@ impl From<ConfigError> for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bad_file_is_the_callers_and_a_damaged_index_is_internal() {
+        let bad = Error::Config(ConfigError::at(
+            "search.depth",
+            "`search.depth` must be from 1",
+        ));
+        assert_eq!(bad.kind(), ErrorKind::Caller);
+        let damaged = Error::Corrupt {
+            path: "index/gen-000001/vectors.bin".into(),
+            reason: "its checksum is not the manifest's".into(),
+        };
+        assert_eq!(damaged.kind(), ErrorKind::Internal);
+        assert!(damaged.to_string().contains("index/gen-000001/vectors.bin"));
+    }
 
     #[test]
     fn offsets_become_lines_and_columns() {

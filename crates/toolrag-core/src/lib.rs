@@ -29,7 +29,7 @@ pub mod khipu;
 pub mod registry;
 pub mod settings;
 
-pub use error::{Error, LoadError, LoadErrors, Location, Result};
+pub use error::{Error, ErrorKind, LoadError, LoadErrors, Location, Result};
 pub use registry::{LoadOptions, Registry, ToolDef};
 
 /// Queries are cut to this many characters before anything else. The one

@@ -5,6 +5,7 @@
 //! `./models` (see [`ModelDir::locate`]). The ONNX Runtime library is loaded
 //! dynamically: from `ORT_DYLIB_PATH` when set, otherwise from the model folder
 //! or its parent, otherwise from `TOOLRAG_MODEL_DIR` or `./models`.
+#![warn(missing_docs)]
 
 mod fast;
 mod model_dir;

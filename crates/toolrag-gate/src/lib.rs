@@ -65,6 +65,7 @@
 //! [`run_with_repair`] is the prompt-chain seam: it calls a proposer, gates
 //! each proposal, and feeds [`repair_feedback`] back until a plan passes or
 //! the retry budget is spent (see `examples/gate_repair.rs`).
+#![warn(missing_docs)]
 
 mod approval;
 mod chain;

@@ -27,6 +27,7 @@
 //! toolrag_http::serve(listener, state, std::future::pending()).await.unwrap();
 //! # Ok(()) }
 //! ```
+#![warn(missing_docs)]
 
 mod auth;
 mod body;

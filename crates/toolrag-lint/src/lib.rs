@@ -22,6 +22,7 @@
 //! assert!(diagnostics.iter().any(|d| d.name == "missing-examples"));
 //! # Ok::<(), toolrag_core::Error>(())
 //! ```
+#![warn(missing_docs)]
 
 mod config;
 pub mod render;
