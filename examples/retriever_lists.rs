@@ -4,7 +4,7 @@
 //! what fusion starts from: each retriever's top `DEPTH` tools with their raw
 //! scores (BM25, cosine), and the request's analysed terms with their
 //! statistics in the index (document frequency and largest impact, or null
-//! for a term no tool has). `scripts/lodo` reads this to compare fusion and
+//! for a term no tool has). `research/eval/lodo` reads this to compare fusion and
 //! abstain rules offline, over every labelled set, with each set held out.
 //!
 //! ```text

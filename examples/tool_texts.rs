@@ -2,7 +2,7 @@
 //!
 //! Prints one JSON line per tool of a registry: its id, the text the index
 //! embeds as its main vector ([`toolrag::registry::document_text`]) and its
-//! example requests. `scripts/train-model` reads this, so that a model is
+//! example requests. `research/training/train-model` reads this, so that a model is
 //! tuned on exactly the text it will see at index time.
 //!
 //! ```text

@@ -7,6 +7,7 @@ mod cli_tools;
 mod common;
 mod config;
 mod corrupt;
+mod docs_examples;
 mod embed;
 mod eval;
 mod gate;

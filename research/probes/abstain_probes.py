@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Abstain probes: how far the calibrated shares can go, and two signals tried beside them.
 
-  target/train-venv/bin/python scripts/abstain_probes.py [--lists target/lodo-minilm-tools]
+  target/train-venv/bin/python research/probes/abstain_probes.py [--lists target/lodo-minilm-tools]
       [--model models/minilm-tools] [--shares] [--world [N ...] [--world-of-others]
       [--world-extra DIR] [--world-without-datasets] [--all-sets]]
 
-Reads the lists that `scripts/lodo --model minilm-tools` leaves in target/lodo-minilm-tools (run
+Reads the lists that `research/eval/lodo --model minilm-tools` leaves in target/lodo-minilm-tools (run
 it first; each set's tools and requests are copied beside them where `--peers` did not) and,
 for the four real labelled sets (golden, mcp_dev, mcp_ref, mcp_pypi), prints:
 
@@ -22,11 +22,11 @@ registry minus its best cosine to a corpus of other tools, as a share of the reg
 requests, mixed into the confidence with a weight chosen held out (see World). It also prints the
 shares alone under the same protocol (weight 0), and the oracle at weight 0 and at 0.3, so that a
 gain held out can be told from a move along the same trade-off. --all-sets adds the four datasets
-to the folds (kept only, as scripts/lodo pools them).
+to the folds (kept only, as research/eval/lodo pools them).
 
-The shares mirror scripts/lodo (imported, with its hub correction and the languages' second
+The shares mirror research/eval/lodo (imported, with its hub correction and the languages' second
 opinion unless --no-languages), dense weight 0.7 and noise quantile 0.25 (the shipped defaults). Research only: nothing here is used by toolrag. Needs numpy,
-onnxruntime and tokenizers (the venv of scripts/train-model has them). BENCHMARKS.md, "Abstain".
+onnxruntime and tokenizers (the venv of research/training/train-model has them). BENCHMARKS.md, "Abstain".
 """
 from __future__ import annotations
 
@@ -39,11 +39,12 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the other probes
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "training"))  # train_model
 from train_model import ROOT, tool_texts  # noqa: E402  (the text toolrag embeds, one dump)
 
 SETS = ["golden", "mcp_dev", "mcp_ref", "mcp_pypi"]
-# With --all-sets, the four datasets join the world probe's folds as scripts/lodo pools them: they
+# With --all-sets, the four datasets join the world probe's folds as research/eval/lodo pools them: they
 # have no out-of-scope requests, so they only hold the pooled kept share at 95%.
 DATASETS = ["bfcl", "bfcl_multiturn", "apibench", "seal_tools"]
 W, Q0 = 0.7, 0.25
@@ -52,7 +53,7 @@ STOP = set("a an the to of in on for and or with my me i you your please can cou
 
 
 def load_lodo():
-    loader = importlib.machinery.SourceFileLoader("lodo", str(ROOT / "scripts" / "lodo"))
+    loader = importlib.machinery.SourceFileLoader("lodo", str(ROOT / "research" / "eval" / "lodo"))
     spec = importlib.util.spec_from_loader("lodo", loader)
     mod = importlib.util.module_from_spec(spec)
     loader.exec_module(mod)
@@ -111,7 +112,7 @@ def bound(r: dict, unknown: bool) -> float:
 
 
 def ensure_data(lodo, lists: Path, names: list[str]) -> None:
-    """Each set's tools and requests in peers.py's layout under `lists`/data (what `scripts/lodo
+    """Each set's tools and requests in peers.py's layout under `lists`/data (what `research/eval/lodo
     --peers` writes; a run without --peers leaves only the lists), made with the release binary
     where missing."""
     lodo.WORK = lists
@@ -123,7 +124,7 @@ def ensure_data(lodo, lists: Path, names: list[str]) -> None:
 
 
 def labelled_set(lodo, lists: Path, name: str):
-    """scripts/lodo's LabelledSet for `name`, from the data and lists of a `scripts/lodo` run."""
+    """research/eval/lodo's LabelledSet for `name`, from the data and lists of a `research/eval/lodo` run."""
     return lodo.LabelledSet(name, lists / "data" / name / "queries.jsonl", lists / "lists" / f"{name}.jsonl",
                             lists / "lists" / f"{name}.background.jsonl")
 
@@ -370,7 +371,7 @@ def main() -> int:
                     help="with --world: the dataset tools stay out of the world (only --world-extra "
                          "and --world-of-others make it)")
     ap.add_argument("--all-sets", action="store_true",
-                    help="with --world: the four datasets join the folds (kept only), as in scripts/lodo")
+                    help="with --world: the four datasets join the folds (kept only), as in research/eval/lodo")
     ap.add_argument("--shares", action="store_true",
                     help="only the shares: each set's oracle and ROC AUC, and the held-out folds "
                          "(seconds; to compare two models' lists)")

