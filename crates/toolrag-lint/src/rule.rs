@@ -106,7 +106,7 @@ impl RuleInfo {
     /// page (`helpUri`); a test keeps the pages equal to this.
     pub fn page(&self) -> String {
         format!(
-            "<!-- Generated from the rule's doc comment (src/lint/rules/); a test keeps it in sync. -->\n\
+            "<!-- Generated from the rule's doc comment (crates/toolrag-lint/src/rules/); a test keeps it in sync. -->\n\
              # {code}: {name}\n\n\
              {summary}\n\n\
              Default level: `{level}`. Explain it on the command line with `toolrag rule {code}`; \

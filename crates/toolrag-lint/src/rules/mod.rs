@@ -91,7 +91,7 @@ impl RuleCode {
 /// The index of the rule pages, `docs/rules/README.md`: one row per rule.
 pub fn rules_index_page() -> String {
     let mut out = String::from(
-        "<!-- Generated from the rule table (src/lint/rules/); a test keeps it in sync. -->\n\
+        "<!-- Generated from the rule table (crates/toolrag-lint/src/rules/); a test keeps it in sync. -->\n\
          # toolrag lint rules\n\n\
          `toolrag rule` lists them and `toolrag rule <CODE>` explains one. Levels are set in the \
          `[lint]` table of toolrag.toml; `toolrag lint --profile consumer` keeps only the findings \
