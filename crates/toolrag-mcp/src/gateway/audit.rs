@@ -18,6 +18,187 @@ use serde_json::Value;
 
 use super::GatewayError;
 
+/// What a `decision` record says about a call: whether it may go to the
+/// server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Decision {
+    /// It needs no approval, or the allow-list allows it.
+    Allowed,
+    /// A person approved it.
+    Approved,
+    /// A person rejected or declined it.
+    Rejected,
+    /// A person cancelled the question.
+    Cancelled,
+    /// The gateway refused it: quarantined, no way to ask, asking failed.
+    Refused,
+    /// Its arguments do not match the tool's input schema.
+    InvalidArguments,
+}
+
+impl Decision {
+    /// Whether the call goes to the server.
+    pub fn lets_call(self) -> bool {
+        matches!(self, Decision::Allowed | Decision::Approved)
+    }
+
+    /// The word the audit log writes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Allowed => "allowed",
+            Decision::Approved => "approved",
+            Decision::Rejected => "rejected",
+            Decision::Cancelled => "cancelled",
+            Decision::Refused => "refused",
+            Decision::InvalidArguments => "invalid-arguments",
+        }
+    }
+}
+
+impl std::fmt::Display for Decision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a `result` record says about a call's result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Outcome {
+    /// The output guard found nothing (or is off): passed on as is.
+    Passed,
+    /// Passed on with a note that it is data, not instructions.
+    Marked,
+    /// Withheld from the model.
+    Blocked,
+    /// The server failed, stopped or did not answer.
+    Failed,
+}
+
+impl Outcome {
+    /// The word the audit log (and the output guard's `_meta` `action`) writes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Passed => "passed",
+            Outcome::Marked => "marked",
+            Outcome::Blocked => "blocked",
+            Outcome::Failed => "failed",
+        }
+    }
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The kind of a record: `decision` (whether the call may go to the server)
+/// or `result` (what became of its result).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum AuditEvent {
+    /// A [`Decision`] about a call.
+    Decision,
+    /// An [`Outcome`] of a call's result.
+    Result,
+}
+
+/// What a record's `decision` field holds: a [`Decision`] in a `decision`
+/// record, an [`Outcome`] in a `result` record. Written as the bare word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+#[non_exhaustive]
+pub enum Verdict {
+    /// Of a `decision` record.
+    Decision(Decision),
+    /// Of a `result` record.
+    Outcome(Outcome),
+}
+
+impl Verdict {
+    /// The kind of record it goes in.
+    pub fn event(self) -> AuditEvent {
+        match self {
+            Verdict::Decision(_) => AuditEvent::Decision,
+            Verdict::Outcome(_) => AuditEvent::Result,
+        }
+    }
+}
+
+impl From<Decision> for Verdict {
+    fn from(d: Decision) -> Verdict {
+        Verdict::Decision(d)
+    }
+}
+
+impl From<Outcome> for Verdict {
+    fn from(o: Outcome) -> Verdict {
+        Verdict::Outcome(o)
+    }
+}
+
+/// Who or what took a decision, as the audit log's `decidedBy` names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DecidedBy {
+    /// `annotations: no approval needed`: the tool's annotations ask for none.
+    Annotations,
+    /// `allow-list: <entry>`: an entry of `[gateway] allow`.
+    AllowList(String),
+    /// `person (elicitation)`: a person answered the question.
+    Person,
+    /// `person (elicitation: declined)`.
+    PersonDeclined,
+    /// `person (elicitation: cancelled)`.
+    PersonCancelled,
+    /// `gateway: the client cannot ask a person (no elicitation)`.
+    NoElicitation,
+    /// `gateway: the approval request failed`.
+    AskFailed,
+    /// `gateway`: the question could not even be put.
+    Gateway,
+    /// `gateway: quarantine`.
+    Quarantine,
+    /// `gateway: input schema`.
+    InputSchema,
+    /// `upstream`: the server failed the call.
+    Upstream,
+    /// `output guard`.
+    OutputGuard,
+}
+
+impl std::fmt::Display for DecidedBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DecidedBy::Annotations => f.write_str("annotations: no approval needed"),
+            DecidedBy::AllowList(entry) => write!(f, "allow-list: {entry}"),
+            DecidedBy::Person => f.write_str("person (elicitation)"),
+            DecidedBy::PersonDeclined => f.write_str("person (elicitation: declined)"),
+            DecidedBy::PersonCancelled => f.write_str("person (elicitation: cancelled)"),
+            DecidedBy::NoElicitation => {
+                f.write_str("gateway: the client cannot ask a person (no elicitation)")
+            }
+            DecidedBy::AskFailed => f.write_str("gateway: the approval request failed"),
+            DecidedBy::Gateway => f.write_str("gateway"),
+            DecidedBy::Quarantine => f.write_str("gateway: quarantine"),
+            DecidedBy::InputSchema => f.write_str("gateway: input schema"),
+            DecidedBy::Upstream => f.write_str("upstream"),
+            DecidedBy::OutputGuard => f.write_str("output guard"),
+        }
+    }
+}
+
+impl Serialize for DecidedBy {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 /// One line of the audit log.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -25,8 +206,8 @@ pub struct AuditRecord<'a> {
     /// When (RFC 3339, UTC, milliseconds).
     pub time: String,
     /// `decision` (whether the call may go to the server) or `result` (what
-    /// the output guard did with its result).
-    pub event: &'a str,
+    /// the output guard did with its result); follows from `decision`.
+    pub event: AuditEvent,
     /// The tool's id, `<server>/<tool>`.
     pub tool: &'a str,
     /// The server it belongs to.
@@ -37,33 +218,34 @@ pub struct AuditRecord<'a> {
     /// `allowed`, `approved`, `rejected`, `cancelled`, `refused`,
     /// `invalid-arguments`; for a result, `passed`, `marked`, `blocked` or
     /// `failed`.
-    pub decision: &'a str,
+    pub decision: Verdict,
     /// Who or what decided: `person (elicitation)`, `allow-list: <entry>`,
     /// `annotations: no approval needed`, `gateway: ...`.
-    pub decided_by: String,
+    pub decided_by: DecidedBy,
     /// Why, when there is more to say.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
 
 impl<'a> AuditRecord<'a> {
-    /// A record of `event` about a call of `tool` (`<server>/<tool>`) with
+    /// A record of `verdict` (a [`Decision`] or a result's [`Outcome`], which
+    /// sets the event) about a call of `tool` (`<server>/<tool>`) with
     /// `arguments`, stamped now.
     pub fn new(
-        event: &'a str,
         tool: &'a str,
         arguments: &Value,
-        decision: &'a str,
-        decided_by: impl Into<String>,
+        verdict: impl Into<Verdict>,
+        decided_by: DecidedBy,
     ) -> AuditRecord<'a> {
+        let decision = verdict.into();
         AuditRecord {
             time: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-            event,
+            event: decision.event(),
             tool,
             server: tool.split_once('/').map_or(tool, |(s, _)| s),
             arguments_sha256: super::pins::hash(arguments),
             decision,
-            decided_by: decided_by.into(),
+            decided_by,
             reason: None,
         }
     }
@@ -133,20 +315,18 @@ mod tests {
         let log = AuditLog::open(&path).unwrap();
         let args = serde_json::json!({"path": "/tmp/x", "content": "secret"});
         log.write(&AuditRecord::new(
-            "decision",
             "fs/write_file",
             &args,
-            "approved",
-            "person (elicitation)",
+            Decision::Approved,
+            DecidedBy::Person,
         ))
         .unwrap();
         log.write(
             &AuditRecord::new(
-                "decision",
                 "fs/write_file",
                 &args,
-                "rejected",
-                "person (elicitation)",
+                Decision::Rejected,
+                DecidedBy::Person,
             )
             .because("no"),
         )
@@ -163,5 +343,88 @@ mod tests {
         assert_eq!(lines[1]["reason"], "no");
         assert_eq!(lines[0]["argumentsSha256"], lines[1]["argumentsSha256"]);
         assert!(!text.contains("secret"), "arguments are hashed, not logged");
+    }
+
+    #[test]
+    fn verdicts_and_deciders_are_written_as_the_words_the_log_always_had() {
+        let word = |v: Verdict| serde_json::to_string(&v).unwrap();
+        let decisions = [
+            (Decision::Allowed, "allowed"),
+            (Decision::Approved, "approved"),
+            (Decision::Rejected, "rejected"),
+            (Decision::Cancelled, "cancelled"),
+            (Decision::Refused, "refused"),
+            (Decision::InvalidArguments, "invalid-arguments"),
+        ];
+        for (d, w) in decisions {
+            assert_eq!(word(d.into()), format!("\"{w}\""));
+            assert_eq!(d.to_string(), w);
+            assert_eq!(d.lets_call(), matches!(w, "allowed" | "approved"));
+        }
+        let outcomes = [
+            (Outcome::Passed, "passed"),
+            (Outcome::Marked, "marked"),
+            (Outcome::Blocked, "blocked"),
+            (Outcome::Failed, "failed"),
+        ];
+        for (o, w) in outcomes {
+            assert_eq!(word(o.into()), format!("\"{w}\""));
+            assert_eq!(o.to_string(), w);
+        }
+        let deciders = [
+            (DecidedBy::Annotations, "annotations: no approval needed"),
+            (DecidedBy::AllowList("fs".into()), "allow-list: fs"),
+            (DecidedBy::Person, "person (elicitation)"),
+            (DecidedBy::PersonDeclined, "person (elicitation: declined)"),
+            (
+                DecidedBy::PersonCancelled,
+                "person (elicitation: cancelled)",
+            ),
+            (
+                DecidedBy::NoElicitation,
+                "gateway: the client cannot ask a person (no elicitation)",
+            ),
+            (DecidedBy::AskFailed, "gateway: the approval request failed"),
+            (DecidedBy::Gateway, "gateway"),
+            (DecidedBy::Quarantine, "gateway: quarantine"),
+            (DecidedBy::InputSchema, "gateway: input schema"),
+            (DecidedBy::Upstream, "upstream"),
+            (DecidedBy::OutputGuard, "output guard"),
+        ];
+        for (by, w) in deciders {
+            assert_eq!(serde_json::to_value(&by).unwrap(), w);
+        }
+
+        let args = serde_json::json!({});
+        let line = serde_json::to_string(&AuditRecord::new(
+            "fs/write_file",
+            &args,
+            Outcome::Passed,
+            DecidedBy::OutputGuard,
+        ))
+        .unwrap();
+        let hash = super::super::pins::hash(&args);
+        let rest = line.split_once(",\"event\"").unwrap().1;
+        assert_eq!(
+            rest,
+            format!(
+                ":\"result\",\"tool\":\"fs/write_file\",\"server\":\"fs\",\"argumentsSha256\":\"{hash}\",\
+                 \"decision\":\"passed\",\"decidedBy\":\"output guard\"}}"
+            )
+        );
+        let line = serde_json::to_string(&AuditRecord::new(
+            "fs/write_file",
+            &args,
+            Decision::InvalidArguments,
+            DecidedBy::InputSchema,
+        ))
+        .unwrap();
+        assert!(line.contains(",\"event\":\"decision\","), "{line}");
+        assert!(
+            line.ends_with(
+                "\"decision\":\"invalid-arguments\",\"decidedBy\":\"gateway: input schema\"}"
+            ),
+            "{line}"
+        );
     }
 }

@@ -55,7 +55,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use self::audit::{AuditLog, AuditRecord};
+use self::audit::{AuditLog, AuditRecord, DecidedBy, Decision, Outcome};
 use self::pins::{PinCheck, PinLock};
 use super::upstream::{
     McpConfig, ServerConfig, ServerFailure, ServerTools, StderrTail, UpstreamError, UpstreamSession,
@@ -899,7 +899,13 @@ impl Gateway {
         let args = Value::Object(arguments.unwrap_or_default());
         if !entry.quarantine.is_empty() {
             let message = quarantine_message(&id, &entry.quarantine, self.lock_hint(&id));
-            return self.refuse(&id, &args, "refused", "gateway: quarantine", message);
+            return self.refuse(
+                &id,
+                &args,
+                Decision::Refused,
+                DecidedBy::Quarantine,
+                message,
+            );
         }
         let validator = entry
             .validator
@@ -916,33 +922,21 @@ impl Gateway {
             return self.refuse(
                 &id,
                 &args,
-                "invalid-arguments",
-                "gateway: input schema",
+                Decision::InvalidArguments,
+                DecidedBy::InputSchema,
                 message,
             );
         }
 
         // Approval.
-        let reasons = toolrag_gate::approval_reasons(&entry.def);
-        let (decision, decided_by, why) = if reasons.is_empty() {
-            (
-                "allowed",
-                "annotations: no approval needed".to_string(),
-                None,
-            )
-        } else if let Some(a) = self.opts.settings.allow_entry(&id) {
-            ("allowed", format!("allow-list: {a}"), None)
-        } else {
-            let why = reasons
-                .iter()
-                .map(|r| r.describe())
-                .collect::<Vec<_>>()
-                .join(", ");
-            self.ask(client, &entry.def, &args, &why).await
-        };
-        let mut record = AuditRecord::new("decision", &id, &args, decision, decided_by.clone());
-        if let Some(w) = &why {
-            record = record.because(w.clone());
+        let Ruling {
+            decision,
+            by,
+            reason,
+        } = self.rule(client, &entry.def, &args).await;
+        let mut record = AuditRecord::new(&id, &args, decision, by);
+        if let Some(r) = &reason {
+            record = record.because(r.clone());
         }
         if let Err(e) = self.audit.write(&record) {
             tracing::error!("cannot write the audit log, the call is refused: {e}");
@@ -950,17 +944,18 @@ impl Gateway {
                 "toolrag cannot record the decision in its audit log, so `{id}` was not called: {e}"
             ));
         }
-        if decision != "allowed" && decision != "approved" {
-            return tool_error(why.unwrap_or_else(|| format!("`{id}` was not called")));
+        if !decision.lets_call() {
+            return tool_error(reason.unwrap_or_else(|| format!("`{id}` was not called")));
         }
 
         // Forward.
         let up = &self.upstreams[&entry.def.namespace];
         let result = match self.forward(up, &entry.def.name, &args).await {
             Ok(r) => r,
-            Err(message) => {
+            Err(e) => {
+                let message = e.to_string();
                 let _ = self.audit.write(
-                    &AuditRecord::new("result", &id, &args, "failed", "upstream")
+                    &AuditRecord::new(&id, &args, Outcome::Failed, DecidedBy::Upstream)
                         .because(message.clone()),
                 );
                 return tool_error(message);
@@ -975,12 +970,12 @@ impl Gateway {
             guard::scan_result(&result)
         };
         let (result, outcome) = if findings.is_empty() {
-            (result, "passed")
+            (result, Outcome::Passed)
         } else {
             tracing::warn!(tool = %id, ?findings, "the result addresses the model");
             guard::apply(policy, &id, &findings, result)
         };
-        let mut record = AuditRecord::new("result", &id, &args, outcome, "output guard");
+        let mut record = AuditRecord::new(&id, &args, outcome, DecidedBy::OutputGuard);
         if !findings.is_empty() {
             record = record.because(findings.join("; "));
         }
@@ -990,31 +985,51 @@ impl Gateway {
         result
     }
 
+    /// Records `decision` (one that stops the call) and tells the model
+    /// `message`.
     fn refuse(
         &self,
         id: &str,
         args: &Value,
-        decision: &str,
-        decided_by: &str,
+        decision: Decision,
+        by: DecidedBy,
         message: String,
     ) -> CallToolResult {
-        let record =
-            AuditRecord::new("decision", id, args, decision, decided_by).because(message.clone());
+        let record = AuditRecord::new(id, args, decision, by).because(message.clone());
         if let Err(e) = self.audit.write(&record) {
             tracing::error!("cannot write the audit log: {e}");
         }
         tool_error(message)
     }
 
+    /// Whether `tool` may run with `args`: without asking when its
+    /// annotations need no approval or `[gateway] allow` names it, otherwise
+    /// as the person answers.
+    async fn rule(&self, client: &Peer<RoleServer>, tool: &ToolDef, args: &Value) -> Ruling {
+        let reasons = toolrag_gate::approval_reasons(tool);
+        if reasons.is_empty() {
+            return Ruling::allowed(DecidedBy::Annotations);
+        }
+        if let Some(a) = self.opts.settings.allow_entry(&tool.id) {
+            return Ruling::allowed(DecidedBy::AllowList(a.to_string()));
+        }
+        let why = reasons
+            .iter()
+            .map(|r| r.describe())
+            .collect::<Vec<_>>()
+            .join(", ");
+        self.ask(client, tool, args, &why).await
+    }
+
     /// Asks the person, through the client, whether `tool` may run with
-    /// `args`: (decision, who decided, why).
+    /// `args`, because it needs approval for `why`.
     async fn ask(
         &self,
         client: &Peer<RoleServer>,
         tool: &ToolDef,
         args: &Value,
         why: &str,
-    ) -> (&'static str, String, Option<String>) {
+    ) -> Ruling {
         let id = &tool.id;
         if !client
             .supported_elicitation_modes()
@@ -1028,11 +1043,7 @@ impl Gateway {
                  supports elicitation.",
                 tool.namespace
             );
-            return (
-                "refused",
-                "gateway: the client cannot ask a person (no elicitation)".into(),
-                Some(message),
-            );
+            return Ruling::stopped(Decision::Refused, DecidedBy::NoElicitation, message);
         }
         let pretty = serde_json::to_string_pretty(args).unwrap_or_else(|_| args.to_string());
         let message = format!(
@@ -1043,8 +1054,8 @@ impl Gateway {
         );
         let schema = match ElicitationSchema::builder()
             .required_enum_schema(
-                "decision",
-                EnumSchema::builder(vec!["approve".into(), "reject".into()])
+                Choice::FIELD,
+                EnumSchema::builder(Choice::ALL.map(|c| c.as_str().into()).to_vec())
                     .description("approve runs the tool with these arguments; reject does not")
                     .build(),
             )
@@ -1052,10 +1063,10 @@ impl Gateway {
         {
             Ok(s) => s,
             Err(e) => {
-                return (
-                    "refused",
-                    "gateway".into(),
-                    Some(format!("cannot ask: {e}")),
+                return Ruling::stopped(
+                    Decision::Refused,
+                    DecidedBy::Gateway,
+                    format!("cannot ask: {e}"),
                 )
             }
         };
@@ -1073,45 +1084,50 @@ impl Gateway {
                     let choice = answer
                         .content
                         .as_ref()
-                        .and_then(|c| c.get("decision"))
-                        .and_then(Value::as_str);
-                    if choice == Some("approve") {
-                        ("approved", "person (elicitation)".into(), None)
+                        .and_then(|c| c.get(Choice::FIELD))
+                        .and_then(Value::as_str)
+                        .and_then(Choice::parse);
+                    if choice == Some(Choice::Approve) {
+                        Ruling {
+                            decision: Decision::Approved,
+                            by: DecidedBy::Person,
+                            reason: None,
+                        }
                     } else {
-                        (
-                            "rejected",
-                            "person (elicitation)".into(),
-                            Some(format!(
+                        Ruling::stopped(
+                            Decision::Rejected,
+                            DecidedBy::Person,
+                            format!(
                                 "the person rejected this call of `{id}`; it was not made. Do not \
                                  retry it; ask the user what to do instead."
-                            )),
+                            ),
                         )
                     }
                 }
-                ElicitationAction::Decline => (
-                    "rejected",
-                    "person (elicitation: declined)".into(),
-                    Some(format!(
+                ElicitationAction::Decline => Ruling::stopped(
+                    Decision::Rejected,
+                    DecidedBy::PersonDeclined,
+                    format!(
                         "the person declined to approve this call of `{id}`; it was not made. Do \
                          not retry it; ask the user what to do instead."
-                    )),
+                    ),
                 ),
-                ElicitationAction::Cancel | _ => (
-                    "cancelled",
-                    "person (elicitation: cancelled)".into(),
-                    Some(format!(
+                ElicitationAction::Cancel | _ => Ruling::stopped(
+                    Decision::Cancelled,
+                    DecidedBy::PersonCancelled,
+                    format!(
                         "the approval of `{id}` was cancelled, so the call was not made; ask the \
                          user before trying again."
-                    )),
+                    ),
                 ),
             },
-            Err(e) => (
-                "refused",
-                "gateway: the approval request failed".into(),
-                Some(format!(
+            Err(e) => Ruling::stopped(
+                Decision::Refused,
+                DecidedBy::AskFailed,
+                format!(
                     "`{id}` needs a person's approval ({why}), and asking failed ({e}), so the \
                      call was not made."
-                )),
+                ),
             ),
         }
     }
@@ -1122,31 +1138,120 @@ impl Gateway {
         up: &Upstream,
         name: &str,
         args: &Value,
-    ) -> Result<CallToolResult, String> {
-        let server = &up.config.name;
-        let peer = self.peer_of(up).await.map_err(|failure| {
-            tracing::error!("{failure}");
-            format!(
-                "the server `{server}` is not running and cannot be started: {}",
-                failure.error
-            )
-        })?;
+    ) -> Result<CallToolResult, ForwardError> {
+        let server = up.config.name.clone();
+        let peer = match self.peer_of(up).await {
+            Ok(peer) => peer,
+            Err(failure) => {
+                tracing::error!("{failure}");
+                return Err(ForwardError::NotRunning {
+                    server,
+                    error: failure.error,
+                });
+            }
+        };
         let mut params = CallToolRequestParams::new(name.to_string());
         params.arguments = args.as_object().cloned();
         let timeout = Duration::from_secs_f64(self.opts.settings.call_timeout_seconds);
         match tokio::time::timeout(timeout, peer.call_tool(params)).await {
             Ok(Ok(result)) => Ok(result),
-            Ok(Err(e)) if peer.is_transport_closed() => Err(format!(
-                "the server `{server}` stopped during the call ({e}); it is being restarted. The \
-                 call may or may not have taken effect: check before calling again."
-            )),
-            Ok(Err(e)) => Err(format!("the server `{server}` answered with an error: {e}")),
-            Err(_) => Err(format!(
-                "the server `{server}` did not answer within {} s; the call may still take effect",
-                timeout.as_secs_f64()
-            )),
+            Ok(Err(error)) if peer.is_transport_closed() => {
+                Err(ForwardError::Stopped { server, error })
+            }
+            Ok(Err(error)) => Err(ForwardError::Answered { server, error }),
+            Err(_) => Err(ForwardError::Timeout { server, timeout }),
         }
     }
+}
+
+/// A decision about one call, who or what took it, and, when it stops the
+/// call, what the model is told.
+struct Ruling {
+    decision: Decision,
+    by: DecidedBy,
+    reason: Option<String>,
+}
+
+impl Ruling {
+    /// The call may go ahead without asking anyone.
+    fn allowed(by: DecidedBy) -> Ruling {
+        Ruling {
+            decision: Decision::Allowed,
+            by,
+            reason: None,
+        }
+    }
+
+    /// The call does not go ahead, and the model is told `reason`.
+    fn stopped(decision: Decision, by: DecidedBy, reason: String) -> Ruling {
+        Ruling {
+            decision,
+            by,
+            reason: Some(reason),
+        }
+    }
+}
+
+/// The answers the approval form offers, in its field `decision`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Choice {
+    /// Run the tool with these arguments.
+    Approve,
+    /// Do not.
+    Reject,
+}
+
+impl Choice {
+    /// The form's field.
+    const FIELD: &'static str = "decision";
+
+    /// Every answer, in the order the form lists them.
+    const ALL: [Choice; 2] = [Choice::Approve, Choice::Reject];
+
+    /// The answer as the form offers it.
+    fn as_str(self) -> &'static str {
+        match self {
+            Choice::Approve => "approve",
+            Choice::Reject => "reject",
+        }
+    }
+
+    /// The answer the client sent back, if it is one of the form's.
+    fn parse(s: &str) -> Option<Choice> {
+        Choice::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+}
+
+/// Why a forwarded call brought back no result; the model reads the message.
+#[derive(Debug, thiserror::Error)]
+enum ForwardError {
+    /// The server is down and does not start.
+    #[error("the server `{server}` is not running and cannot be started: {error}")]
+    NotRunning {
+        server: String,
+        error: UpstreamError,
+    },
+    /// The server went away while the call was out.
+    #[error(
+        "the server `{server}` stopped during the call ({error}); it is being restarted. The \
+         call may or may not have taken effect: check before calling again."
+    )]
+    Stopped {
+        server: String,
+        error: rmcp::ServiceError,
+    },
+    /// The server answered with a JSON-RPC error.
+    #[error("the server `{server}` answered with an error: {error}")]
+    Answered {
+        server: String,
+        error: rmcp::ServiceError,
+    },
+    /// The server did not answer in time.
+    #[error(
+        "the server `{server}` did not answer within {} s; the call may still take effect",
+        timeout.as_secs_f64()
+    )]
+    Timeout { server: String, timeout: Duration },
 }
 
 fn first_line(s: &str) -> &str {
