@@ -55,30 +55,6 @@ pub fn find_rule(code_or_name: &str) -> Option<&'static RuleInfo> {
     rules().find(|r| r.code.eq_ignore_ascii_case(key) || r.name == key)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn codes_and_names_are_unique_and_docs_follow_the_template() {
-        let all: Vec<_> = rules().collect();
-        for (i, r) in all.iter().enumerate() {
-            assert_eq!(r.code, format!("TR{:03}", i + 1), "codes are in order");
-            assert!(all[..i].iter().all(|o| o.name != r.name), "{}", r.name);
-            for section in [
-                "## What it does",
-                "## Why is this bad?",
-                "## Example",
-                "Use instead:",
-            ] {
-                assert!(r.doc.contains(section), "{} lacks `{section}`", r.name);
-            }
-        }
-        assert_eq!(find_rule("tr005").unwrap().name, "relative-path-parameter");
-        assert_eq!(find_rule("missing-examples").unwrap().code, "TR001");
-    }
-}
-
 use crate::rule::RuleCode;
 
 impl RuleCode {
@@ -108,4 +84,28 @@ pub fn rules_index_page() -> String {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_and_names_are_unique_and_docs_follow_the_template() {
+        let all: Vec<_> = rules().collect();
+        for (i, r) in all.iter().enumerate() {
+            assert_eq!(r.code, format!("TR{:03}", i + 1), "codes are in order");
+            assert!(all[..i].iter().all(|o| o.name != r.name), "{}", r.name);
+            for section in [
+                "## What it does",
+                "## Why is this bad?",
+                "## Example",
+                "Use instead:",
+            ] {
+                assert!(r.doc.contains(section), "{} lacks `{section}`", r.name);
+            }
+        }
+        assert_eq!(find_rule("tr005").unwrap().name, "relative-path-parameter");
+        assert_eq!(find_rule("missing-examples").unwrap().code, "TR001");
+    }
 }
