@@ -1,0 +1,209 @@
+//! `call_tool`: a call goes through the quarantine, the input schema and
+//! the approval ([`super::approval`]), each decision to the audit log
+//! ([`super::audit`]) before anything goes out, then to the server that owns
+//! the tool, and its result through the output guard ([`super::guard`]).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, JsonObject};
+use rmcp::{Peer, RoleServer};
+use serde_json::Value;
+
+use super::approval::Ruling;
+use super::audit::{AuditRecord, DecidedBy, Decision, Outcome};
+use super::catalog::{id_of, quarantine_message};
+use super::upstream::UpstreamError;
+use super::upstreams::Upstream;
+use super::{guard, Gateway};
+
+impl Gateway {
+    /// `call_tool`: checks, asks, forwards and guards one call. Errors the
+    /// model can act on are tool results with `isError`.
+    pub async fn call(
+        &self,
+        handle: &str,
+        arguments: Option<JsonObject>,
+        client: &Peer<RoleServer>,
+    ) -> CallToolResult {
+        let id = id_of(handle).to_string();
+        let catalog = self.catalog.load_full();
+        let Some(entry) = catalog.entries.get(&id) else {
+            return tool_error(format!(
+                "no tool `{handle}`; use a handle returned by search_tools"
+            ));
+        };
+        let args = Value::Object(arguments.unwrap_or_default());
+        if !entry.quarantine.is_empty() {
+            let message = quarantine_message(&id, &entry.quarantine, self.lock_hint(&id));
+            return self.refuse(
+                &id,
+                &args,
+                Decision::Refused,
+                DecidedBy::Quarantine,
+                message,
+            );
+        }
+        let validator = entry
+            .validator
+            .get_or_init(|| guard::compile(&id, &entry.def.input_schema).map(Arc::new));
+        if let Some(Err(errors)) = validator
+            .as_deref()
+            .map(|v| guard::check_arguments(v, &args))
+        {
+            let message = format!(
+                "the arguments do not match the input schema of `{id}`: {}. Read the schema with \
+                 get_tool and call again.",
+                errors.join("; ")
+            );
+            return self.refuse(
+                &id,
+                &args,
+                Decision::InvalidArguments,
+                DecidedBy::InputSchema,
+                message,
+            );
+        }
+
+        // Approval.
+        let Ruling {
+            decision,
+            by,
+            reason,
+        } = self.rule(client, &entry.def, &args).await;
+        let mut record = AuditRecord::new(&id, &args, decision, by);
+        if let Some(r) = &reason {
+            record = record.because(r.clone());
+        }
+        if let Err(e) = self.audit.write(&record) {
+            tracing::error!("cannot write the audit log, the call is refused: {e}");
+            return tool_error(format!(
+                "toolrag cannot record the decision in its audit log, so `{id}` was not called: {e}"
+            ));
+        }
+        if !decision.lets_call() {
+            return tool_error(reason.unwrap_or_else(|| format!("`{id}` was not called")));
+        }
+
+        // Forward.
+        let up = &self.upstreams[&entry.def.namespace];
+        let result = match self.forward(up, &entry.def.name, &args).await {
+            Ok(r) => r,
+            Err(e) => {
+                let message = e.to_string();
+                let _ = self.audit.write(
+                    &AuditRecord::new(&id, &args, Outcome::Failed, DecidedBy::Upstream)
+                        .because(message.clone()),
+                );
+                return tool_error(message);
+            }
+        };
+
+        // Output guard.
+        let policy = self.opts.settings.output_guard;
+        let findings = if policy == crate::settings::OutputGuard::Off {
+            Vec::new()
+        } else {
+            guard::scan_result(&result)
+        };
+        let (result, outcome) = if findings.is_empty() {
+            (result, Outcome::Passed)
+        } else {
+            tracing::warn!(tool = %id, ?findings, "the result addresses the model");
+            guard::apply(policy, &id, &findings, result)
+        };
+        let mut record = AuditRecord::new(&id, &args, outcome, DecidedBy::OutputGuard);
+        if !findings.is_empty() {
+            record = record.because(findings.join("; "));
+        }
+        if let Err(e) = self.audit.write(&record) {
+            tracing::error!("cannot write the audit log: {e}");
+        }
+        result
+    }
+
+    /// Records `decision` (one that stops the call) and tells the model
+    /// `message`.
+    fn refuse(
+        &self,
+        id: &str,
+        args: &Value,
+        decision: Decision,
+        by: DecidedBy,
+        message: String,
+    ) -> CallToolResult {
+        let record = AuditRecord::new(id, args, decision, by).because(message.clone());
+        if let Err(e) = self.audit.write(&record) {
+            tracing::error!("cannot write the audit log: {e}");
+        }
+        tool_error(message)
+    }
+
+    /// Sends `tools/call` to `up`, restarting it first if it died.
+    async fn forward(
+        &self,
+        up: &Upstream,
+        name: &str,
+        args: &Value,
+    ) -> Result<CallToolResult, ForwardError> {
+        let server = up.config.name.clone();
+        let peer = match self.peer_of(up).await {
+            Ok(peer) => peer,
+            Err(failure) => {
+                tracing::error!("{failure}");
+                return Err(ForwardError::NotRunning {
+                    server,
+                    error: failure.error,
+                });
+            }
+        };
+        let mut params = CallToolRequestParams::new(name.to_string());
+        params.arguments = args.as_object().cloned();
+        let timeout = Duration::from_secs_f64(self.opts.settings.call_timeout_seconds);
+        match tokio::time::timeout(timeout, peer.call_tool(params)).await {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(error)) if peer.is_transport_closed() => {
+                Err(ForwardError::Stopped { server, error })
+            }
+            Ok(Err(error)) => Err(ForwardError::Answered { server, error }),
+            Err(_) => Err(ForwardError::Timeout { server, timeout }),
+        }
+    }
+}
+
+/// Why a forwarded call brought back no result; the model reads the message.
+#[derive(Debug, thiserror::Error)]
+enum ForwardError {
+    /// The server is down and does not start.
+    #[error("the server `{server}` is not running and cannot be started: {error}")]
+    NotRunning {
+        server: String,
+        error: UpstreamError,
+    },
+    /// The server went away while the call was out.
+    #[error(
+        "the server `{server}` stopped during the call ({error}); it is being restarted. The \
+         call may or may not have taken effect: check before calling again."
+    )]
+    Stopped {
+        server: String,
+        error: rmcp::ServiceError,
+    },
+    /// The server answered with a JSON-RPC error.
+    #[error("the server `{server}` answered with an error: {error}")]
+    Answered {
+        server: String,
+        error: rmcp::ServiceError,
+    },
+    /// The server did not answer in time.
+    #[error(
+        "the server `{server}` did not answer within {} s; the call may still take effect",
+        timeout.as_secs_f64()
+    )]
+    Timeout { server: String, timeout: Duration },
+}
+
+/// A tool result with `isError` that tells the model `message`.
+fn tool_error(message: String) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message)])
+}
