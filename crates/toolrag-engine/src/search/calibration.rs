@@ -47,7 +47,7 @@
 //! noise, so rankings do not depend on it.
 //!
 //! [`NOISE`] and the default `abstain-below` were chosen by
-//! leave-one-dataset-out over every labelled set (`scripts/lodo`,
+//! leave-one-dataset-out over every labelled set (`research/eval/lodo`,
 //! BENCHMARKS.md "Held-out sets"). What a build measured is kept in the
 //! generation (`calibration.json`, checksummed like every file) and
 //! summarised in the manifest.

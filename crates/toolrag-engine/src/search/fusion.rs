@@ -50,7 +50,7 @@ pub enum Fusion {
 }
 
 /// The default dense weight of calibrated fusion, chosen by
-/// leave-one-dataset-out over every labelled set (`scripts/lodo --model
+/// leave-one-dataset-out over every labelled set (`research/eval/lodo --model
 /// minilm-tools`; BENCHMARKS.md, "Models") for the default model. The tuned
 /// model's dense side is stronger, and every fold chose 0.7; with the
 /// published model (`--model minilm`) every fold chose 0.5.
