@@ -96,6 +96,11 @@
 
 pub mod config;
 
+/// The README's Rust example, compiled and run by `cargo test --doc`.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeExample;
+
 pub use toolrag_core::{khipu, registry};
 pub use toolrag_embed as embed;
 pub use toolrag_engine::{eval, search, serve};

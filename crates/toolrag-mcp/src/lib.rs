@@ -8,6 +8,7 @@
 //! depend on the HTTP server. A user error ([`ApiError::User`]) is a tool
 //! result with `isError`, which the model can read and correct; an internal
 //! one is a JSON-RPC error.
+#![warn(missing_docs)]
 
 use std::sync::Arc;
 
