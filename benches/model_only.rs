@@ -6,7 +6,8 @@
 //! server's hybrid requests per second are compared.
 //!
 //! `cargo bench --bench model_only` with `QUERIES=<queries.jsonl>` (default
-//! bfcl's) and `MODEL_SECONDS=<n>` (default 60); prints one line,
+//! bfcl's, under `TOOLRAG_BENCH_DATA`, which `scripts/bench` sets) and
+//! `MODEL_SECONDS=<n>` (default 60); prints one line,
 //! `model-only: <n> queries in <s> s = <r> queries/s (<t> callers, <t> sessions)`.
 
 use std::path::PathBuf;
@@ -21,13 +22,25 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    // `cargo test --all-targets` runs this once without `--bench`: a one-second
+    // smoke run over the project's own golden requests, needing nothing else.
+    let smoke = !std::env::args().any(|a| a == "--bench");
     let queries_path = std::env::var_os("QUERIES")
         .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("../shared/data/bfcl/queries.jsonl"));
+        .unwrap_or_else(|| {
+            if smoke {
+                root.join("tests/golden/tools-queries.jsonl")
+            } else {
+                std::env::var_os("TOOLRAG_BENCH_DATA")
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| root.join("../shared/data"))
+                    .join("bfcl/queries.jsonl")
+            }
+        });
     let seconds: u64 = std::env::var("MODEL_SECONDS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(60);
+        .unwrap_or(if smoke { 1 } else { 60 });
     let text = std::fs::read_to_string(&queries_path)
         .unwrap_or_else(|e| panic!("{}: {e}", queries_path.display()));
     // The bodies scripts/loadtest sends: every non-empty query within 4 KiB.
