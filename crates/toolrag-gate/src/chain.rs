@@ -174,7 +174,7 @@ impl Gate<'_> {
 ///
 /// ```
 /// use serde_json::json;
-/// use toolrag_gate::{self, Abort};
+/// use toolrag_gate::{self as gate, Abort};
 ///
 /// // A proposer that never learns: the chain gives up after 1 + 2 attempts.
 /// let mut calls = 0;

@@ -14,7 +14,7 @@ pub const MAX_FEEDBACK_ITEMS: usize = 20;
 ///
 /// ```
 /// use serde_json::json;
-/// use toolrag_gate;
+/// use toolrag_gate as gate;
 ///
 /// let plan = json!({ "decision": "ABSTAIN", "steps": [], "citedNodeIds": [],
 ///                    "abstainReason": null });

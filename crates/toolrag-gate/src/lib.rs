@@ -23,7 +23,7 @@
 //!
 //! ```
 //! use serde_json::json;
-//! use toolrag_gate::{self, Code};
+//! use toolrag_gate::{self as gate, Code};
 //! use toolrag_core::khipu::{Candidate, Label, NodeKind};
 //!
 //! let offered = vec![Candidate {
