@@ -47,7 +47,7 @@ fn every_subcommand_long_help_ends_with_examples() {
 
 #[test]
 fn help_names_only_paths_a_user_has() {
-    // The team's `../shared` folder is beside our checkouts, not beside a
+    // The team's datasets folder sits beside our checkouts, not beside a
     // user's: no example or explanation may send anyone there.
     let top: &[&str] = &[];
     for cmd in std::iter::once(top).chain(COMMANDS.iter().copied()) {

@@ -8,7 +8,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::AppState;
-use toolrag_engine::serve::{ApiError, UserCode};
+use toolrag_engine::serve::UserCode;
 
 /// The one route open without a token, so that liveness probes need no secret.
 const OPEN_ROUTE: &str = "/healthz";
@@ -38,7 +38,7 @@ pub async fn require_token(State(app): State<AppState>, req: Request, next: Next
 }
 
 fn unauthorized(message: &str) -> Response {
-    crate::error::HttpError(ApiError::user(UserCode::Unauthorized, message)).into_response()
+    crate::error::HttpError::user(UserCode::Unauthorized, message).into_response()
 }
 
 /// Compares in constant time. Hashing first makes both sides the same length,

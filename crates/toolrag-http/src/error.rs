@@ -31,18 +31,6 @@ impl From<toolrag_core::Error> for HttpError {
     }
 }
 
-/// `into_response` for an [`ApiError`] itself.
-pub trait ApiErrorExt {
-    /// The HTTP response of this error.
-    fn into_response(self) -> Response;
-}
-
-impl ApiErrorExt for ApiError {
-    fn into_response(self) -> Response {
-        HttpError(self).into_response()
-    }
-}
-
 impl From<ApiError> for HttpError {
     fn from(e: ApiError) -> Self {
         HttpError(e)

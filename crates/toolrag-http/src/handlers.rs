@@ -1,6 +1,6 @@
 //! The route handlers, and the timeout middleware.
 
-use crate::error::{ApiErrorExt, HttpError};
+use crate::error::HttpError;
 
 use axum::extract::{Path, Request, State};
 use axum::http::{HeaderName, HeaderValue};
@@ -282,7 +282,7 @@ pub async fn request_limits(req: Request, next: Next) -> Response {
         .path_and_query()
         .map_or(req.uri().path().len(), |p| p.as_str().len());
     if target > MAX_URI_BYTES {
-        return ApiError::user(
+        return HttpError::user(
             UserCode::UriTooLong,
             format!("the request target is {target} bytes; the limit is {MAX_URI_BYTES}"),
         )
@@ -294,7 +294,7 @@ pub async fn request_limits(req: Request, next: Next) -> Response {
         .map(|(n, v)| n.as_str().len() + v.len())
         .sum();
     if headers.len() > MAX_HEADERS || bytes > MAX_HEADER_BYTES {
-        return ApiError::user(
+        return HttpError::user(
             UserCode::HeadersTooLarge,
             format!(
                 "the request has {} headers of {bytes} bytes; the limits are {MAX_HEADERS} and \
@@ -314,10 +314,10 @@ pub async fn timeout(State(app): State<AppState>, req: Request, next: Next) -> R
     let limit = app.options().timeout;
     match tokio::time::timeout(limit, next.run(req)).await {
         Ok(r) => r,
-        Err(_) => ApiError::timeout(format!(
+        Err(_) => HttpError(ApiError::timeout(format!(
             "the request took longer than {} ms",
             limit.as_millis()
-        ))
+        )))
         .into_response(),
     }
 }
