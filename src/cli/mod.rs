@@ -260,11 +260,22 @@ pub fn command() -> clap::Command {
     examples_last(<Cli as clap::CommandFactory>::command())
 }
 
-/// Parses the process's arguments with [`command`] (exits on `--help` and
-/// on errors, like `Cli::parse`).
-pub fn parse() -> Cli {
-    let matches = command().get_matches();
-    <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+/// Parses `args` (the first is the program name) with [`command`]. On
+/// `--help`, `--version` or a usage error, prints what clap prints and returns
+/// its exit status instead.
+pub fn parse_from<I, T>(args: I) -> Result<Cli, u8>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let parsed = command()
+        .try_get_matches_from(args)
+        .and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m));
+    parsed.map_err(|e| {
+        // A closed pipe while printing the help is not worth a word.
+        let _ = e.print();
+        u8::try_from(e.exit_code()).unwrap_or(2)
+    })
 }
 
 fn examples_last(cmd: clap::Command) -> clap::Command {

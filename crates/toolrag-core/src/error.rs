@@ -197,7 +197,8 @@ impl Error {
 pub struct Location {
     /// The file.
     pub file: PathBuf,
-    /// The line, starting at 1.
+    /// The line, starting at 1; 0 for a value that has no text (a tool
+    /// handed over in memory), which is then shown without line and column.
     pub line: u32,
     /// The column in characters, starting at 1.
     pub column: u32,
@@ -234,6 +235,10 @@ impl Location {
 
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            // A value with no text (a tool handed over in memory): no line.
+            return write!(f, "{}", self.file.display());
+        }
         write!(f, "{}:{}:{}", self.file.display(), self.line, self.column)
     }
 }

@@ -108,7 +108,16 @@ fn normalise(
     // OpenAI wraps the function: {"type": "function", "function": {...}}.
     let item = match item {
         Value::Object(mut m) if m.get("function").is_some_and(Value::is_object) => {
-            m.remove("function").expect("checked")
+            let mut inner = m.remove("function").expect("checked");
+            // An `id` or `namespace` beside the wrapper is the tool's own.
+            if let Value::Object(f) = &mut inner {
+                for key in ["id", "namespace"] {
+                    if let Some(v) = m.remove(key) {
+                        f.entry(key).or_insert(v);
+                    }
+                }
+            }
+            inner
         }
         other => other,
     };
@@ -304,6 +313,30 @@ pub(super) fn load_mcp_tools(
             location.clone(),
             &LoadLimits::default(),
         ) {
+            Ok(t) => out.push(t),
+            Err(e) => errors.push(e),
+        }
+    }
+    (out, errors)
+}
+
+/// Normalises tool values held in memory; item `i` is located at
+/// `<origin>[i]`, line 0 (no line: the value has no text).
+pub(super) fn load_values(
+    namespace: &str,
+    values: Vec<Value>,
+    origin: &str,
+    limits: &LoadLimits,
+) -> (Vec<ToolDef>, Vec<LoadError>) {
+    let mut out = Vec::with_capacity(values.len());
+    let mut errors = Vec::new();
+    for (i, item) in values.into_iter().enumerate() {
+        let location = Location {
+            file: format!("{origin}[{i}]").into(),
+            line: 0,
+            column: 0,
+        };
+        match normalise(item, SourceFormat::Jsonl, namespace, location, limits) {
             Ok(t) => out.push(t),
             Err(e) => errors.push(e),
         }

@@ -97,6 +97,45 @@ impl Registry {
         (registry, errors)
     }
 
+    /// Builds a registry from tool definitions a program holds as JSON values
+    /// rather than in a file: OpenAI functions (bare or wrapped in
+    /// `{"type": "function", "function": ...}`), MCP `Tool`s (`inputSchema`),
+    /// Anthropic tools (`input_schema`) or native JSONL lines, mixed freely.
+    /// A tool without an `id` or `namespace` gets `namespace`. Item `i` is
+    /// located at `<origin>[i]` (no line), so an error names the item, the
+    /// tool and the field; every bad item is reported, not only the first.
+    ///
+    /// ```
+    /// use toolrag_core::registry::{LoadOptions, Registry};
+    /// let tools = vec![serde_json::json!({
+    ///     "name": "get_weather",
+    ///     "description": "Current weather for a city.",
+    ///     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    /// })];
+    /// let registry = Registry::from_values(tools, "tools", "tools", &LoadOptions::default())?;
+    /// assert!(registry.get("tools/get_weather").is_some());
+    /// let err = Registry::from_values(vec![serde_json::json!({"name": 3})], "tools", "tools",
+    ///                                 &LoadOptions::default()).unwrap_err();
+    /// assert!(err.to_string().contains("tools[0]"), "{err}");
+    /// # Ok::<(), toolrag_core::Error>(())
+    /// ```
+    pub fn from_values(
+        values: Vec<serde_json::Value>,
+        namespace: &str,
+        origin: &str,
+        opts: &LoadOptions,
+    ) -> Result<Registry> {
+        let namespace = opts.namespace.as_deref().unwrap_or(namespace);
+        let (tools, mut errors) = json::load_values(namespace, values, origin, &opts.limits);
+        let (registry, dup_errors) = Registry::from_tools_checked(tools);
+        errors.extend(dup_errors);
+        if errors.is_empty() {
+            Ok(registry)
+        } else {
+            Err(Error::Load(LoadErrors(errors)))
+        }
+    }
+
     /// Builds a registry from already-normalised tools. Duplicate ids are errors.
     pub fn from_tools(tools: Vec<ToolDef>) -> Result<Registry> {
         let (registry, errors) = Registry::from_tools_checked(tools);

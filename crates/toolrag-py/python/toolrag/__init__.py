@@ -1,0 +1,56 @@
+"""toolrag: the tools an agent needs for a request, out of hundreds.
+
+Build an index of tools, search it, hand the top-k to the plan model as a
+Khipu candidate set, and check the plan that comes back::
+
+    import toolrag
+
+    index = toolrag.Index.build("tools/")            # or a list of tool dicts
+    hits = index.search("read the file /etc/hosts", k=5)
+    offered = index.khipu("read the file /etc/hosts", k=5)
+    verdict = toolrag.gate(plan_from_the_model, offered)
+
+Lint tool definitions the way a senior engineer reviews them::
+
+    for finding in toolrag.lint("tools/"):
+        print(finding)
+
+The ``toolrag`` command that comes with the package is the same program as the
+Rust binary. Adapters for agent frameworks live in ``toolrag.langgraph``,
+``toolrag.llama_index``, ``toolrag.pydantic_ai``, ``toolrag.anthropic`` and
+``toolrag.openai``.
+"""
+
+from __future__ import annotations
+
+from ._checks import Finding, Location, Verdict, Violation, gate, lint
+from ._errors import (
+    Error,
+    IndexCorrupted,
+    IndexNotFound,
+    InvalidInput,
+    InvalidRegistry,
+    ModelMissing,
+)
+from ._index import Index, Mode
+from ._native import Hit, version as _version
+
+__version__: str = _version()
+
+__all__ = [
+    "Error",
+    "Finding",
+    "Hit",
+    "Index",
+    "IndexCorrupted",
+    "IndexNotFound",
+    "InvalidInput",
+    "InvalidRegistry",
+    "Location",
+    "Mode",
+    "ModelMissing",
+    "Verdict",
+    "Violation",
+    "gate",
+    "lint",
+]

@@ -1,0 +1,206 @@
+"""The index: build, open, search, update."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Iterator
+from typing import Any, Literal
+
+from . import _native, _runtime
+from ._native import Hit
+from ._tools import prepare
+
+Mode = Literal["hybrid", "lexical", "dense"]
+
+
+def _namespaces(namespace: str | list[str] | tuple[str, ...] | None) -> list[str]:
+    if namespace is None:
+        return []
+    if isinstance(namespace, str):
+        return [namespace]
+    return list(namespace)
+
+
+def _path(p: str | os.PathLike[str] | None) -> str | None:
+    return None if p is None else os.fspath(p)
+
+
+class Index:
+    """An index of tools, open for search.
+
+    Build one from tools, or open one that ``toolrag index`` (or
+    :meth:`Index.build` with a ``path``) wrote::
+
+        >>> import toolrag
+        >>> index = toolrag.Index.build([
+        ...     {"name": "get_weather", "description": "Current weather for a city.",
+        ...      "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}},
+        ...     {"name": "send_email", "description": "Send an email to one recipient.",
+        ...      "parameters": {"type": "object", "properties": {"to": {"type": "string"}}}},
+        ... ])
+        >>> [hit.id for hit in index.search("is it raining in Lima?", k=1)]
+        ['tools/get_weather']
+        >>> len(index)
+        2
+
+    Searching releases the GIL: threads can share one index.
+    """
+
+    __slots__ = ("_native", "report")
+
+    _native: _native.Index
+    #: The report of the last build or update: tools, new, changed, removed,
+    #: embeddedTexts, reusedTexts, lexicalOnly, seconds.
+    report: dict[str, Any]
+
+    def __init__(self, native: _native.Index, report: dict[str, Any] | None = None) -> None:
+        """Use :meth:`build` or :meth:`open`."""
+        self._native = native
+        self.report = report or {}
+
+    @classmethod
+    def build(
+        cls,
+        tools: Any,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        config: str | os.PathLike[str] | None = None,
+        progress: bool = False,
+        model: str | os.PathLike[str] | None = None,
+        namespace: str = "tools",
+        lexical_only: bool = False,
+    ) -> Index:
+        """Builds an index of ``tools`` and opens it.
+
+        ``tools`` is a registry path (a folder or a file in any format the
+        ``toolrag`` command reads), a list of tool dicts (OpenAI functions, MCP
+        ``Tool`` objects, Anthropic tools), a mapping of id to tool, or
+        framework tool objects (LangChain, LlamaIndex, PydanticAI, MCP SDK).
+        Tools without an id get ``<namespace>/<name>``.
+
+        ``path`` is the index folder; with ``None`` the index lives in a
+        temporary folder removed when the index is dropped. ``config`` is a
+        ``toolrag.toml``; ``model`` a shipped model name or a model folder, as
+        ``--model`` in the CLI; ``progress`` shows a progress bar on stderr.
+
+        Raises :class:`toolrag.InvalidRegistry` (every bad tool, by position
+        and field), :class:`toolrag.ModelMissing`.
+        """
+        _runtime.ensure()
+        tools_json, paths = prepare(tools)
+        native, report = _native.Index.build(
+            tools_json, paths, _path(path), _path(config), _path(model), namespace, progress, lexical_only
+        )
+        return cls(native, json.loads(report))
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        config: str | os.PathLike[str] | None = None,
+        model: str | os.PathLike[str] | None = None,
+    ) -> Index:
+        """Opens the index in ``path``, checking every file against its manifest.
+
+        Raises :class:`toolrag.IndexNotFound` when there is none and
+        :class:`toolrag.IndexCorrupted` (naming the file) when a file is damaged.
+        """
+        _runtime.ensure()
+        return cls(_native.Index.open(os.fspath(path), _path(config), _path(model)))
+
+    def search(
+        self,
+        query: str,
+        k: int = 5,
+        *,
+        mode: Mode = "hybrid",
+        namespace: str | list[str] | tuple[str, ...] | None = None,
+    ) -> list[Hit]:
+        """The top ``k`` tools for ``query``, best first.
+
+        ``mode`` is ``"hybrid"`` (BM25 and dense, fused), ``"lexical"`` (BM25)
+        or ``"dense"``; ``namespace`` keeps only tools of that namespace (or
+        those namespaces). Each :class:`Hit` has ``id``, ``name``, ``score``,
+        ``rank``, ``server``, ``source`` and ``tool`` (the full definition)::
+
+            >>> hit = index.search("email my landlord", k=1)[0]   # doctest: +SKIP
+            >>> hit.name, hit.tool["inputSchema"]["properties"]   # doctest: +SKIP
+        """
+        return self._native.search(query, k, mode, _namespaces(namespace))
+
+    async def asearch(
+        self,
+        query: str,
+        k: int = 5,
+        *,
+        mode: Mode = "hybrid",
+        namespace: str | list[str] | tuple[str, ...] | None = None,
+    ) -> list[Hit]:
+        """:meth:`search` for asyncio code: runs in a worker thread, so the
+        event loop goes on while the query is embedded."""
+        return await asyncio.to_thread(self.search, query, k, mode=mode, namespace=namespace)
+
+    def khipu(
+        self,
+        request: str,
+        k: int = 5,
+        *,
+        mode: Mode = "hybrid",
+        namespace: str | list[str] | tuple[str, ...] | None = None,
+    ) -> dict[str, Any]:
+        """The Khipu candidate handle set for ``request``: the dict that
+        ``toolrag query --format khipu`` prints, valid against the plan
+        contract. Give it to the plan model, then check its plan with
+        :func:`toolrag.gate`."""
+        result: dict[str, Any] = json.loads(self._native.khipu(request, k, mode, _namespaces(namespace)))
+        return result
+
+    def update(self, tools: Any, *, namespace: str = "tools", progress: bool = False) -> dict[str, Any]:
+        """Rebuilds the index from ``tools`` (the whole new set, as for
+        :meth:`build`), embedding only new and changed tools, and switches to
+        it; searches running meanwhile finish on the old one. Returns the build
+        report (``new``, ``changed``, ``removed``, ``embeddedTexts``, ...)."""
+        tools_json, paths = prepare(tools)
+        self.report = json.loads(self._native.update(tools_json, paths, namespace, progress))
+        return self.report
+
+    def get(self, id: str) -> dict[str, Any] | None:
+        """The definition of tool ``id`` (or its ``tool://`` handle), or ``None``."""
+        text = self._native.tool_json(id)
+        if text is None:
+            return None
+        tool: dict[str, Any] = json.loads(text)
+        return tool
+
+    @property
+    def path(self) -> str:
+        """The index folder."""
+        return os.fspath(self._native.path)
+
+    @property
+    def lexical_only(self) -> bool:
+        """Whether the index was built without the embedding model (BM25 only)."""
+        return self._native.lexical_only
+
+    @property
+    def model(self) -> str | None:
+        """The id of the model the index was built with, or ``None``."""
+        return self._native.model_id
+
+    def __len__(self) -> int:
+        return len(self._native)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        """Every tool's definition, in index order."""
+        tools: list[dict[str, Any]] = json.loads(self._native.tools_json())
+        return iter(tools)
+
+    def __contains__(self, id: object) -> bool:
+        return isinstance(id, str) and self._native.tool_json(id) is not None
+
+    def __repr__(self) -> str:
+        kind = "lexical-only" if self.lexical_only else "hybrid"
+        return f"<toolrag.Index of {len(self)} tools ({kind}) at {self.path!r}>"

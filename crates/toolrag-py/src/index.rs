@@ -1,0 +1,454 @@
+//! `toolrag._native.Index` and `Hit`: build, open, search and update an
+//! index, with the GIL released for all of it.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use toolrag::config::Config;
+use toolrag::embed::Embedder;
+use toolrag::index::{BuildModel, BuildOptions, BuildProgress};
+use toolrag::search::{khipu, Mode, SearchRequest};
+use toolrag::{LoadOptions, Registry, Searcher};
+
+use crate::errors::to_py;
+use crate::model;
+
+/// What an index is open on. Replaced whole by `update`.
+struct State {
+    searcher: Arc<Searcher>,
+}
+
+/// How the index was made, kept for `update`.
+struct Setup {
+    path: PathBuf,
+    /// The temporary folder of an index built with `path=None`, removed
+    /// when the index is dropped.
+    _temp: Option<tempfile::TempDir>,
+    config: Config,
+    /// The model choice (`None`: lexical only).
+    model: Option<toolrag::embed::ModelConfig>,
+}
+
+/// Where the tools come from: JSON text (a list of tool objects) or paths.
+enum Tools {
+    Json(String),
+    Paths(Vec<PathBuf>),
+}
+
+impl Tools {
+    fn from_args(json: Option<String>, paths: Option<Vec<PathBuf>>) -> PyResult<Tools> {
+        match (json, paths) {
+            (Some(j), None) => Ok(Tools::Json(j)),
+            (None, Some(p)) => Ok(Tools::Paths(p)),
+            _ => Err(PyValueError::new_err("give tools as JSON or as paths")),
+        }
+    }
+
+    fn load(self, namespace: &str) -> toolrag::Result<Registry> {
+        match self {
+            Tools::Paths(paths) => Registry::load(&paths, &LoadOptions::default()),
+            Tools::Json(text) => {
+                let values: Vec<serde_json::Value> = serde_json::from_str(&text)
+                    .map_err(|e| toolrag::Error::InvalidInput(format!("tools: {e}")))?;
+                Registry::from_values(values, namespace, "tools", &LoadOptions::default())
+            }
+        }
+    }
+}
+
+/// An index of tools, open for search.
+#[pyclass(frozen, module = "toolrag._native", name = "Index")]
+pub struct Index {
+    state: RwLock<State>,
+    setup: std::sync::Mutex<Setup>,
+}
+
+fn load_config(config: Option<PathBuf>) -> toolrag::Result<Config> {
+    match config {
+        Some(p) => Config::load(Some(&p)),
+        None => Ok(Config::default()),
+    }
+}
+
+/// The model choice of a build or open: `None` when lexical only.
+fn model_choice(
+    lexical_only: bool,
+    model: Option<&str>,
+    config: &Config,
+) -> Option<toolrag::embed::ModelConfig> {
+    (!lexical_only).then(|| model::choice(model, &config.model))
+}
+
+/// A progress bar on stderr for the embedding of a build, when asked for.
+fn progress_bar(show: bool) -> Option<indicatif::ProgressBar> {
+    if !show {
+        return None;
+    }
+    let pb = indicatif::ProgressBar::new(0);
+    pb.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} embedding {bar:40} {pos}/{len} texts ({per_sec}, eta {eta})",
+        )
+        .expect("a valid template"),
+    );
+    Some(pb)
+}
+
+/// Builds `registry` into `setup.path` and opens the result.
+fn build_and_open(
+    registry: Registry,
+    setup: &Setup,
+    progress: bool,
+) -> toolrag::Result<(Arc<Searcher>, toolrag::index::BuildReport)> {
+    let embedder = match &setup.model {
+        Some(choice) => Some(model::embedder(&model::locate(choice)?)?),
+        None => None,
+    };
+    let mut opts = BuildOptions::new(setup.path.clone());
+    opts.boosts = setup.config.index.boosts.clone().unwrap_or_default();
+    let pb = progress_bar(progress);
+    let on_progress = |p: BuildProgress| {
+        if let Some(pb) = &pb {
+            match p {
+                BuildProgress::EmbedStart { total } => pb.set_length(total as u64),
+                BuildProgress::Embedded { done } => pb.inc(done as u64),
+                BuildProgress::EmbedDone => pb.finish_and_clear(),
+                _ => {}
+            }
+        }
+    };
+    let build_model = embedder
+        .as_deref()
+        .map(|e| BuildModel::Loaded(e as &dyn Embedder));
+    let report = toolrag::index::build(registry, build_model, &opts, &on_progress)?;
+    let searcher = open_searcher(&setup.path, embedder, &setup.config)?;
+    Ok((searcher, report))
+}
+
+fn open_searcher(
+    path: &Path,
+    embedder: Option<Arc<toolrag::embed::FastEmbedder>>,
+    config: &Config,
+) -> toolrag::Result<Arc<Searcher>> {
+    let embedder = embedder.map(|e| e as Arc<dyn Embedder>);
+    Ok(Arc::new(Searcher::open(path, embedder, config.search.clone())?))
+}
+
+#[pymethods]
+impl Index {
+    /// Builds an index of `tools_json` (a JSON list of tool objects) or of
+    /// the registry files and folders `paths`, into `path` (a temporary
+    /// folder when `None`), and opens it. Returns the index and the build
+    /// report as JSON.
+    #[staticmethod]
+    #[pyo3(signature = (tools_json, paths, path, config, model, namespace, progress, lexical_only))]
+    #[allow(clippy::too_many_arguments)]
+    fn build(
+        py: Python<'_>,
+        tools_json: Option<String>,
+        paths: Option<Vec<PathBuf>>,
+        path: Option<PathBuf>,
+        config: Option<PathBuf>,
+        model: Option<String>,
+        namespace: String,
+        progress: bool,
+        lexical_only: bool,
+    ) -> PyResult<(Index, String)> {
+        let tools = Tools::from_args(tools_json, paths)?;
+        py.detach(|| {
+            let config = load_config(config)?;
+            let registry = tools.load(&namespace)?;
+            let (path, temp) = match path {
+                Some(p) => (p, None),
+                None => {
+                    let t = tempfile::Builder::new()
+                        .prefix("toolrag-index-")
+                        .tempdir()
+                        .map_err(|e| toolrag::Error::io(std::env::temp_dir(), e))?;
+                    (t.path().to_path_buf(), Some(t))
+                }
+            };
+            let model = model_choice(lexical_only, model.as_deref(), &config);
+            let setup = Setup {
+                path,
+                _temp: temp,
+                config,
+                model,
+            };
+            let (searcher, report) = build_and_open(registry, &setup, progress)?;
+            let report = serde_json::to_string(&report).unwrap_or_default();
+            Ok((
+                Index {
+                    state: RwLock::new(State { searcher }),
+                    setup: std::sync::Mutex::new(setup),
+                },
+                report,
+            ))
+        })
+        .map_err(to_py)
+    }
+
+    /// Opens the index in `path`, with the model it needs (none for a
+    /// lexical-only index).
+    #[staticmethod]
+    #[pyo3(signature = (path, config, model))]
+    fn open(
+        py: Python<'_>,
+        path: PathBuf,
+        config: Option<PathBuf>,
+        model: Option<String>,
+    ) -> PyResult<Index> {
+        py.detach(|| {
+            let config = load_config(config)?;
+            let gen = toolrag::index::current_generation(&path)?;
+            let lexical_only = toolrag::index::Manifest::read_unverified(&gen)?.lexical_only;
+            let model = model_choice(lexical_only, model.as_deref(), &config);
+            let embedder = match &model {
+                Some(choice) => Some(model::embedder(&model::locate(choice)?)?),
+                None => None,
+            };
+            let searcher = open_searcher(&path, embedder, &config)?;
+            Ok(Index {
+                state: RwLock::new(State { searcher }),
+                setup: std::sync::Mutex::new(Setup {
+                    path,
+                    _temp: None,
+                    config,
+                    model,
+                }),
+            })
+        })
+        .map_err(to_py)
+    }
+
+    /// The top `k` tools for `query`.
+    #[pyo3(signature = (query, k, mode, namespaces))]
+    fn search(
+        &self,
+        py: Python<'_>,
+        query: String,
+        k: usize,
+        mode: &str,
+        namespaces: Vec<String>,
+    ) -> PyResult<Vec<Hit>> {
+        let (searcher, req) = self.request(query, k, mode, namespaces)?;
+        let result = py
+            .detach(|| searcher.search(&req))
+            .map_err(to_py)?;
+        Ok(result
+            .hits
+            .into_iter()
+            .enumerate()
+            .map(|(i, h)| {
+                let (name, namespace) = searcher
+                    .tool(&h.id)
+                    .map(|t| (t.name.clone(), t.namespace.clone()))
+                    .unwrap_or_default();
+                Hit {
+                    id: h.id,
+                    name,
+                    namespace,
+                    score: f64::from(h.score),
+                    rank: i + 1,
+                    summary: h.summary,
+                    pinned: h.pinned,
+                    searcher: Arc::clone(&searcher),
+                }
+            })
+            .collect())
+    }
+
+    /// The Khipu candidate handle set for `query`, as JSON: exactly what
+    /// `toolrag query --format khipu` prints.
+    #[pyo3(signature = (query, k, mode, namespaces))]
+    fn khipu(
+        &self,
+        py: Python<'_>,
+        query: String,
+        k: usize,
+        mode: &str,
+        namespaces: Vec<String>,
+    ) -> PyResult<String> {
+        let (searcher, req) = self.request(query, k, mode, namespaces)?;
+        py.detach(|| {
+            let result = searcher.search(&req)?;
+            let set = khipu::candidate_set(&result, |id| searcher.tool(id));
+            Ok(serde_json::to_string_pretty(&set).unwrap_or_default())
+        })
+        .map_err(to_py)
+    }
+
+    /// Rebuilds the index in place from new tools, embedding only new and
+    /// changed texts, and switches to it. Returns the build report as JSON.
+    #[pyo3(signature = (tools_json, paths, namespace, progress))]
+    fn update(
+        &self,
+        py: Python<'_>,
+        tools_json: Option<String>,
+        paths: Option<Vec<PathBuf>>,
+        namespace: String,
+        progress: bool,
+    ) -> PyResult<String> {
+        let tools = Tools::from_args(tools_json, paths)?;
+        py.detach(|| {
+            let setup = self.setup.lock().unwrap_or_else(|p| p.into_inner());
+            let registry = tools.load(&namespace)?;
+            let (searcher, report) = build_and_open(registry, &setup, progress)?;
+            self.state.write().unwrap_or_else(|p| p.into_inner()).searcher = searcher;
+            Ok(serde_json::to_string(&report).unwrap_or_default())
+        })
+        .map_err(to_py)
+    }
+
+    /// The number of tools.
+    fn __len__(&self) -> usize {
+        self.searcher().tools().len()
+    }
+
+    /// Every tool's definition, as a JSON list, in index order.
+    fn tools_json(&self, py: Python<'_>) -> String {
+        let searcher = self.searcher();
+        py.detach(|| serde_json::to_string(searcher.tools()).unwrap_or_default())
+    }
+
+    /// The definition of the tool `id` (or its handle), as JSON; `None`
+    /// when there is no such tool.
+    fn tool_json(&self, id: &str) -> Option<String> {
+        let searcher = self.searcher();
+        searcher
+            .tool(id)
+            .map(|t| serde_json::to_string(t).unwrap_or_default())
+    }
+
+    /// The index folder.
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.setup.lock().unwrap_or_else(|p| p.into_inner()).path.clone()
+    }
+
+    /// Whether the index has no dense side (built without the model).
+    #[getter]
+    fn lexical_only(&self) -> bool {
+        self.searcher().manifest().lexical_only
+    }
+
+    /// The model recorded in the index (`None` when lexical only).
+    #[getter]
+    fn model_id(&self) -> Option<String> {
+        self.searcher().manifest().model.as_ref().map(|m| m.id.clone())
+    }
+}
+
+impl Index {
+    /// The searcher the index is open on now.
+    pub fn searcher(&self) -> Arc<Searcher> {
+        Arc::clone(&self.state.read().unwrap_or_else(|p| p.into_inner()).searcher)
+    }
+
+    fn request(
+        &self,
+        query: String,
+        k: usize,
+        mode: &str,
+        namespaces: Vec<String>,
+    ) -> PyResult<(Arc<Searcher>, SearchRequest)> {
+        if k == 0 {
+            return Err(crate::errors::message_error(
+                "InvalidInput",
+                "k must be at least 1".into(),
+            ));
+        }
+        let mode: Mode = mode
+            .parse()
+            .map_err(|e: toolrag::search::UnknownMode| {
+                crate::errors::message_error("InvalidInput", e.to_string())
+            })?;
+        let pin = self
+            .setup
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .config
+            .pinned
+            .clone();
+        let mut req = SearchRequest::new(query);
+        req.k = k;
+        req.mode = mode;
+        req.namespaces = namespaces;
+        req.pin = pin;
+        Ok((self.searcher(), req))
+    }
+}
+
+/// One tool found by a search.
+#[pyclass(frozen, module = "toolrag._native", name = "Hit")]
+pub struct Hit {
+    /// The tool's id, `<namespace>/<name>` unless its definition gives one.
+    #[pyo3(get)]
+    id: String,
+    /// The name the tool is called by.
+    #[pyo3(get)]
+    name: String,
+    /// The tool's namespace: its MCP server, its folder or file.
+    #[pyo3(get)]
+    namespace: String,
+    /// The fused score (higher is better).
+    #[pyo3(get)]
+    score: f64,
+    /// The rank, from 1.
+    #[pyo3(get)]
+    rank: usize,
+    /// The first sentence of the description.
+    #[pyo3(get)]
+    summary: String,
+    /// Whether the tool is in the result because it is pinned.
+    #[pyo3(get)]
+    pinned: bool,
+    searcher: Arc<Searcher>,
+}
+
+#[pymethods]
+impl Hit {
+    /// The MCP server (or registry namespace) the tool belongs to.
+    #[getter]
+    fn server(&self) -> &str {
+        &self.namespace
+    }
+
+    /// Where the tool was read from: a file (with line), or `tools[i]`.
+    #[getter]
+    fn source(&self) -> Option<String> {
+        self.searcher
+            .tool(&self.id)
+            .map(|t| t.source.location.to_string())
+    }
+
+    /// The tool's handle, `tool://<id>`.
+    #[getter]
+    fn handle(&self) -> String {
+        format!("{}{}", toolrag::registry::HANDLE_SCHEME, self.id)
+    }
+
+    /// The tool's full definition, as a dict (normalised, as `toolrag
+    /// tools show --format json` prints it).
+    #[getter]
+    fn tool<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        py.import("json")?.call_method1("loads", (self.tool_json(),))
+    }
+
+    /// The tool's full definition, as JSON.
+    fn tool_json(&self) -> String {
+        self.searcher
+            .tool(&self.id)
+            .map(|t| serde_json::to_string(t).unwrap_or_default())
+            .unwrap_or_else(|| "null".into())
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Hit(rank={}, id={:?}, score={:.4})",
+            self.rank, self.id, self.score
+        )
+    }
+}

@@ -1,0 +1,47 @@
+//! `toolrag._native`: the Python extension under the `toolrag` package.
+//!
+//! The Python package (`python/toolrag`) is the API users see; this module is
+//! what it calls: the index ([`index::Index`], [`index::Hit`]), the lint and
+//! the gate ([`checks`]), and the whole command line ([`run_cli`]), so the
+//! wheel's `toolrag` console script is the Rust program itself.
+//!
+//! Values cross the boundary as JSON text: Python's `json` module and serde
+//! agree on it, and every tool format the CLI reads is JSON already. Every
+//! call that embeds, builds or searches releases the GIL.
+
+mod checks;
+mod errors;
+mod index;
+mod model;
+
+use pyo3::prelude::*;
+
+/// The extension allocates with mimalloc, as the binary does (a BM25 query
+/// builds and drops about a hundred term scorers: BENCHMARKS.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Runs the `toolrag` command line on `argv` (`argv[0]` is the program name)
+/// and returns its exit status. The GIL is released while it runs.
+#[pyfunction]
+fn run_cli(py: Python<'_>, argv: Vec<String>) -> u8 {
+    py.detach(|| toolrag::run_cli(argv))
+}
+
+/// The version of the extension (the workspace version).
+#[pyfunction]
+fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(run_cli, m)?)?;
+    m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(checks::lint, m)?)?;
+    m.add_function(wrap_pyfunction!(checks::gate, m)?)?;
+    m.add_function(wrap_pyfunction!(model::default_model_name, m)?)?;
+    m.add_class::<index::Index>()?;
+    m.add_class::<index::Hit>()?;
+    Ok(())
+}

@@ -1,0 +1,113 @@
+//! The `toolrag` command line as a function: what the binary's `main` does,
+//! callable by any front end that embeds the library (the Python wheel's
+//! `toolrag` console script), so each front end is the same program.
+
+use std::ffi::OsString;
+use std::io::{ErrorKind, Write};
+use std::process::ExitCode;
+
+/// Runs the `toolrag` command line on `args` (the first is the program name,
+/// as in `std::env::args_os`) and returns its exit status: 0 on success, 1
+/// when a command found problems (lint findings, a failed server), 2 on an
+/// error (printed on stderr as `toolrag: ...`).
+///
+/// It sets up logging on stderr (`-v`, `TOOLRAG_LOG`) the first time it is
+/// called in a process, and flushes stdout before it returns.
+///
+/// ```no_run
+/// let status = toolrag::run_cli(["toolrag", "query", "read the file /etc/hosts", "--index", "index"]);
+/// std::process::exit(i32::from(status));
+/// ```
+pub fn run_cli<I, T>(args: I) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let status = match crate::cli::parse_from(args) {
+        Ok(cli) => {
+            init_tracing(cli.verbose);
+            match crate::cli::run(cli) {
+                Ok(code) => exit_status(code),
+                Err(err) => report(&err),
+            }
+        }
+        Err(status) => status,
+    };
+    let _ = std::io::stdout().flush();
+    status
+}
+
+/// The number behind an [`ExitCode`] (which has no getter).
+fn exit_status(code: ExitCode) -> u8 {
+    (0..=u8::MAX)
+        .find(|n| ExitCode::from(*n) == code)
+        .unwrap_or(1)
+}
+
+/// Prints a command's error and returns its status: 2, or 0 for a closed
+/// pipe (`toolrag tools list | head` is not an error).
+fn report(err: &anyhow::Error) -> u8 {
+    let broken_pipe = err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .map(std::io::Error::kind)
+            .or_else(|| {
+                e.downcast_ref::<serde_json::Error>()
+                    .and_then(serde_json::Error::io_error_kind)
+            })
+            == Some(ErrorKind::BrokenPipe)
+    });
+    if broken_pipe {
+        return 0;
+    }
+    eprintln!("toolrag: {err:#}");
+    2
+}
+
+/// Returns mimalloc's freed pages to the operating system after a build has
+/// dropped a registry (`BuildProgress::MemoryFreed`). The binary and the
+/// Python extension both allocate with mimalloc; where mimalloc is not the
+/// allocator this frees nothing.
+pub(crate) fn release_allocator_memory() {
+    // SAFETY: mi_collect only frees mimalloc's own unused pages.
+    unsafe {
+        libmimalloc_sys::mi_collect(true);
+    }
+}
+
+/// Logging on stderr, set up once per process (a second call, or a host
+/// that set its own subscriber, keeps the first).
+fn init_tracing(verbose: u8) {
+    use tracing_subscriber::EnvFilter;
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = EnvFilter::try_from_env("TOOLRAG_LOG").unwrap_or_else(|_| EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        // No colour codes in a log file or a pipe (an MCP client's log view).
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_target(false)
+        .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_read_back() {
+        assert_eq!(exit_status(ExitCode::SUCCESS), 0);
+        assert_eq!(exit_status(ExitCode::from(1)), 1);
+        assert_eq!(exit_status(ExitCode::from(2)), 2);
+    }
+
+    #[test]
+    fn usage_errors_return_clap_status() {
+        assert_eq!(run_cli(["toolrag", "--no-such-flag"]), 2);
+        assert_eq!(run_cli(["toolrag", "--version"]), 0);
+    }
+}
