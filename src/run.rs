@@ -63,17 +63,6 @@ fn report(err: &anyhow::Error) -> u8 {
     2
 }
 
-/// Returns mimalloc's freed pages to the operating system after a build has
-/// dropped a registry (`BuildProgress::MemoryFreed`). The binary and the
-/// Python extension both allocate with mimalloc; where mimalloc is not the
-/// allocator this frees nothing.
-pub(crate) fn release_allocator_memory() {
-    // SAFETY: mi_collect only frees mimalloc's own unused pages.
-    unsafe {
-        libmimalloc_sys::mi_collect(true);
-    }
-}
-
 /// Logging on stderr, set up once per process (a second call, or a host
 /// that set its own subscriber, keeps the first).
 fn init_tracing(verbose: u8) {

@@ -7,22 +7,32 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 import toolrag
 
 from conftest import TOOLS
 
 
 def test_the_hierarchy() -> None:
-    for cls in (toolrag.InvalidRegistry, toolrag.InvalidInput, toolrag.IndexNotFound,
-                toolrag.IndexCorrupted, toolrag.ModelMissing):
+    for cls in (
+        toolrag.InvalidRegistry,
+        toolrag.InvalidInput,
+        toolrag.IndexNotFound,
+        toolrag.IndexCorrupted,
+        toolrag.ModelMissing,
+    ):
         assert issubclass(cls, toolrag.Error)
     assert issubclass(toolrag.InvalidRegistry, ValueError)
     assert issubclass(toolrag.IndexNotFound, FileNotFoundError)
 
 
 def test_a_malformed_tool_names_its_position_and_field(weather_tools: list[dict[str, Any]]) -> None:
-    bad = [weather_tools[0], {"name": 3, "description": "x"}, {"description": "no name"},
-           {"name": "s", "parameters": "not a schema"}]
+    bad = [
+        weather_tools[0],
+        {"name": 3, "description": "x"},
+        {"description": "no name"},
+        {"name": "s", "parameters": "not a schema"},
+    ]
     with pytest.raises(toolrag.InvalidRegistry) as e:
         toolrag.Index.build(bad)
     errors = e.value.errors
@@ -68,8 +78,9 @@ def _copy_index(tmp_path: Path) -> tuple[Path, Path]:
     toolrag.Index.build(TOOLS / "git", src)
     gens = [p for p in src.iterdir() if p.is_dir()]
     assert len(gens) == 1
-    files = sorted((p for p in gens[0].rglob("*") if p.is_file() and p.stat().st_size > 64),
-                   key=lambda p: -p.stat().st_size)
+    files = sorted(
+        (p for p in gens[0].rglob("*") if p.is_file() and p.stat().st_size > 64), key=lambda p: -p.stat().st_size
+    )
     return src, files[0]
 
 

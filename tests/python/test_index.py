@@ -10,6 +10,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+
 import toolrag
 
 from conftest import SCHEMA, TOOLS
@@ -61,8 +62,9 @@ def test_mcp_tools_list_result_and_single_tool(weather_tools: list[dict[str, Any
 
 
 def test_modes_and_namespaces(tools_index: toolrag.Index) -> None:
-    for mode in ("lexical", "dense", "hybrid"):
-        hits = tools_index.search("read the file /etc/hosts", k=3, mode=mode)  # type: ignore[arg-type]
+    modes: tuple[toolrag.Mode, ...] = ("lexical", "dense", "hybrid")
+    for mode in modes:
+        hits = tools_index.search("read the file /etc/hosts", k=3, mode=mode)
         assert hits[0].id == "filesystem/read_text_file", mode
     hits = tools_index.search("read the file /etc/hosts", k=5, namespace="git")
     assert hits and all(h.namespace == "git" for h in hits)

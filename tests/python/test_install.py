@@ -30,7 +30,9 @@ def fresh_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # onnxruntime comes from the package registry, as for any user.
     subprocess.run(
         [str(venv / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check", str(wheel())],
-        check=True, env=env, cwd=root,
+        check=True,
+        env=env,
+        cwd=root,
     )
     return venv
 

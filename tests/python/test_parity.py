@@ -6,13 +6,14 @@ import json
 from pathlib import Path
 
 import pytest
+
 import toolrag
 
 from conftest import TOOLS, console_script, golden_queries, run, rust_binary, rust_env, wheel_env
 
 
 @pytest.mark.parametrize("mode", ["lexical", "hybrid"])
-def test_search_matches_the_cli(tools_index: toolrag.Index, cli_index: Path, mode: str, tmp_path: Path) -> None:
+def test_search_matches_the_cli(tools_index: toolrag.Index, cli_index: Path, mode: toolrag.Mode, tmp_path: Path) -> None:
     """Every golden request: the same ids in the same order, scores within 1e-6."""
     queries = golden_queries()
     batch = tmp_path / "q.jsonl"
@@ -25,10 +26,10 @@ def test_search_matches_the_cli(tools_index: toolrag.Index, cli_index: Path, mod
     cli = {row["id"]: row for row in map(json.loads, r.stdout.decode().splitlines())}
     assert len(cli) == len(queries)
     for q in queries:
-        hits = tools_index.search(q["query"], k=10, mode=mode)  # type: ignore[arg-type]
+        hits = tools_index.search(q["query"], k=10, mode=mode)
         want = cli[q["id"]]
         assert [h.id for h in hits] == want["ranked"], q["query"]
-        for h, s in zip(hits, want["scores"]):
+        for h, s in zip(hits, want["scores"], strict=True):
             assert abs(h.score - s) <= 1e-6, (q["query"], h.id, h.score, s)
 
 

@@ -25,7 +25,8 @@ def project(tmp_path: Path) -> Path:
     git(proj, "init", "-q")
     git(proj, "config", "user.email", "t@example.com")
     git(proj, "config", "user.name", "t")
-    rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True)
+    rev = head.stdout.strip()
     (proj / ".pre-commit-config.yaml").write_text(
         f"repos:\n  - repo: {REPO}\n    rev: {rev}\n    hooks:\n      - id: toolrag-lint\n"
     )

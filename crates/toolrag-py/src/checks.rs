@@ -42,8 +42,7 @@ pub fn lint(
         if let Ok(dir) = model::locate(&model::choice(None, &full.model)) {
             cx = cx.with_token_counter(toolrag::embed::TokenCounter::load(&dir)?);
             let confusable = rules::find_rule("confusable-tools");
-            let wanted = confusable
-                .is_some_and(|r| cx.config.level_of(r) != rules::Level::Ignore);
+            let wanted = confusable.is_some_and(|r| cx.config.level_of(r) != rules::Level::Ignore);
             if !lexical && wanted && registry.len() >= 2 {
                 let embedder = model::embedder(&dir)?;
                 let vectors = rules::similarity::embed_tools(&registry, embedder.as_ref())?;

@@ -61,7 +61,10 @@ fn build(py: Python<'_>, err: &Error) -> PyResult<PyErr> {
         _ => "Error",
     };
     let mut message = err.to_string();
-    if matches!(err, Error::ModelNotFound { .. } | Error::ModelCorrupt { .. }) {
+    if matches!(
+        err,
+        Error::ModelNotFound { .. } | Error::ModelCorrupt { .. }
+    ) {
         message.push_str(
             "\n  The wheel carries the model `minilm-tools`: reinstall it (`pip install --force-reinstall toolrag`), \
              or name a folder holding model.onnx and its tokenizer files with model=\"/path/to/model\".",

@@ -133,7 +133,11 @@ fn open_searcher(
     config: &Config,
 ) -> toolrag::Result<Arc<Searcher>> {
     let embedder = embedder.map(|e| e as Arc<dyn Embedder>);
-    Ok(Arc::new(Searcher::open(path, embedder, config.search.clone())?))
+    Ok(Arc::new(Searcher::open(
+        path,
+        embedder,
+        config.search.clone(),
+    )?))
 }
 
 #[pymethods]
@@ -234,9 +238,7 @@ impl Index {
         namespaces: Vec<String>,
     ) -> PyResult<Vec<Hit>> {
         let (searcher, req) = self.request(query, k, mode, namespaces)?;
-        let result = py
-            .detach(|| searcher.search(&req))
-            .map_err(to_py)?;
+        let result = py.detach(|| searcher.search(&req)).map_err(to_py)?;
         Ok(result
             .hits
             .into_iter()
@@ -296,7 +298,10 @@ impl Index {
             let setup = self.setup.lock().unwrap_or_else(|p| p.into_inner());
             let registry = tools.load(&namespace)?;
             let (searcher, report) = build_and_open(registry, &setup, progress)?;
-            self.state.write().unwrap_or_else(|p| p.into_inner()).searcher = searcher;
+            self.state
+                .write()
+                .unwrap_or_else(|p| p.into_inner())
+                .searcher = searcher;
             Ok(serde_json::to_string(&report).unwrap_or_default())
         })
         .map_err(to_py)
@@ -325,7 +330,11 @@ impl Index {
     /// The index folder.
     #[getter]
     fn path(&self) -> PathBuf {
-        self.setup.lock().unwrap_or_else(|p| p.into_inner()).path.clone()
+        self.setup
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .path
+            .clone()
     }
 
     /// Whether the index has no dense side (built without the model).
@@ -337,14 +346,24 @@ impl Index {
     /// The model recorded in the index (`None` when lexical only).
     #[getter]
     fn model_id(&self) -> Option<String> {
-        self.searcher().manifest().model.as_ref().map(|m| m.id.clone())
+        self.searcher()
+            .manifest()
+            .model
+            .as_ref()
+            .map(|m| m.id.clone())
     }
 }
 
 impl Index {
     /// The searcher the index is open on now.
     pub fn searcher(&self) -> Arc<Searcher> {
-        Arc::clone(&self.state.read().unwrap_or_else(|p| p.into_inner()).searcher)
+        Arc::clone(
+            &self
+                .state
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .searcher,
+        )
     }
 
     fn request(
@@ -360,11 +379,9 @@ impl Index {
                 "k must be at least 1".into(),
             ));
         }
-        let mode: Mode = mode
-            .parse()
-            .map_err(|e: toolrag::search::UnknownMode| {
-                crate::errors::message_error("InvalidInput", e.to_string())
-            })?;
+        let mode: Mode = mode.parse().map_err(|e: toolrag::search::UnknownMode| {
+            crate::errors::message_error("InvalidInput", e.to_string())
+        })?;
         let pin = self
             .setup
             .lock()
@@ -434,7 +451,8 @@ impl Hit {
     /// tools show --format json` prints it).
     #[getter]
     fn tool<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        py.import("json")?.call_method1("loads", (self.tool_json(),))
+        py.import("json")?
+            .call_method1("loads", (self.tool_json(),))
     }
 
     /// The tool's full definition, as JSON.

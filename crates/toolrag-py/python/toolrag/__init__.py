@@ -33,7 +33,8 @@ from ._errors import (
     ModelMissing,
 )
 from ._index import Index, Mode
-from ._native import Hit, version as _version
+from ._native import Hit
+from ._native import version as _version
 
 __version__: str = _version()
 

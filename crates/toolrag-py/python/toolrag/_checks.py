@@ -130,7 +130,7 @@ def gate(
     """
     text = plan if isinstance(plan, str) else json.dumps(plan, ensure_ascii=False)
     offered = None if candidates is None else json.dumps(candidates, ensure_ascii=False)
-    native_index = None if index is None else index._native
+    native_index = None if index is None else index._ix
     raw = json.loads(_native.gate(text, offered, native_index))
     return Verdict(
         valid=raw["valid"],

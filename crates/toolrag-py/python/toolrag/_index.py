@@ -48,16 +48,16 @@ class Index:
     Searching releases the GIL: threads can share one index.
     """
 
-    __slots__ = ("_native", "report")
+    __slots__ = ("_ix", "report")
 
-    _native: _native.Index
+    _ix: _native.Index
     #: The report of the last build or update: tools, new, changed, removed,
     #: embeddedTexts, reusedTexts, lexicalOnly, seconds.
     report: dict[str, Any]
 
     def __init__(self, native: _native.Index, report: dict[str, Any] | None = None) -> None:
         """Use :meth:`build` or :meth:`open`."""
-        self._native = native
+        self._ix = native
         self.report = report or {}
 
     @classmethod
@@ -129,7 +129,7 @@ class Index:
             >>> hit = index.search("email my landlord", k=1)[0]   # doctest: +SKIP
             >>> hit.name, hit.tool["inputSchema"]["properties"]   # doctest: +SKIP
         """
-        return self._native.search(query, k, mode, _namespaces(namespace))
+        return self._ix.search(query, k, mode, _namespaces(namespace))
 
     async def asearch(
         self,
@@ -155,7 +155,7 @@ class Index:
         ``toolrag query --format khipu`` prints, valid against the plan
         contract. Give it to the plan model, then check its plan with
         :func:`toolrag.gate`."""
-        result: dict[str, Any] = json.loads(self._native.khipu(request, k, mode, _namespaces(namespace)))
+        result: dict[str, Any] = json.loads(self._ix.khipu(request, k, mode, _namespaces(namespace)))
         return result
 
     def update(self, tools: Any, *, namespace: str = "tools", progress: bool = False) -> dict[str, Any]:
@@ -164,12 +164,12 @@ class Index:
         it; searches running meanwhile finish on the old one. Returns the build
         report (``new``, ``changed``, ``removed``, ``embeddedTexts``, ...)."""
         tools_json, paths = prepare(tools)
-        self.report = json.loads(self._native.update(tools_json, paths, namespace, progress))
+        self.report = json.loads(self._ix.update(tools_json, paths, namespace, progress))
         return self.report
 
     def get(self, id: str) -> dict[str, Any] | None:
         """The definition of tool ``id`` (or its ``tool://`` handle), or ``None``."""
-        text = self._native.tool_json(id)
+        text = self._ix.tool_json(id)
         if text is None:
             return None
         tool: dict[str, Any] = json.loads(text)
@@ -178,28 +178,28 @@ class Index:
     @property
     def path(self) -> str:
         """The index folder."""
-        return os.fspath(self._native.path)
+        return os.fspath(self._ix.path)
 
     @property
     def lexical_only(self) -> bool:
         """Whether the index was built without the embedding model (BM25 only)."""
-        return self._native.lexical_only
+        return self._ix.lexical_only
 
     @property
     def model(self) -> str | None:
         """The id of the model the index was built with, or ``None``."""
-        return self._native.model_id
+        return self._ix.model_id
 
     def __len__(self) -> int:
-        return len(self._native)
+        return len(self._ix)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         """Every tool's definition, in index order."""
-        tools: list[dict[str, Any]] = json.loads(self._native.tools_json())
+        tools: list[dict[str, Any]] = json.loads(self._ix.tools_json())
         return iter(tools)
 
     def __contains__(self, id: object) -> bool:
-        return isinstance(id, str) and self._native.tool_json(id) is not None
+        return isinstance(id, str) and self._ix.tool_json(id) is not None
 
     def __repr__(self) -> str:
         kind = "lexical-only" if self.lexical_only else "hybrid"

@@ -28,7 +28,8 @@ def onnxruntime_library() -> str | None:
         if not capi.is_dir():
             continue
         libs = sorted(
-            p for p in capi.iterdir()
+            p
+            for p in capi.iterdir()
             if p.name.startswith("libonnxruntime.so") or p.name in ("libonnxruntime.dylib", "onnxruntime.dll")
         )
         # libonnxruntime.so.1.22.0 sorts after libonnxruntime.so; take the versioned file.

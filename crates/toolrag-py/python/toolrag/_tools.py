@@ -40,12 +40,43 @@ def to_dict(tool: Any) -> dict[str, Any]:
     # PydanticAI Tool: its definition is built by its own schema generator.
     if module.startswith("pydantic_ai"):
         schema = getattr(getattr(tool, "function_schema", None), "json_schema", None)
+        if schema is None:
+            # PydanticAI ToolDefinition: what a toolset hands a model (and a
+            # ToolSearch strategy); its schema is already JSON Schema.
+            schema = getattr(tool, "parameters_json_schema", None)
         if schema is not None:
             return {
                 "name": tool.name,
                 "description": getattr(tool, "description", None) or "",
                 "parameters": schema,
             }
+    # A plain function, as LangGraph, LlamaIndex and PydanticAI take for a tool:
+    # its schema comes from the first of their schema generators installed.
+    import inspect
+
+    if inspect.isfunction(tool) or inspect.ismethod(tool):
+        try:
+            from langchain_core.utils.function_calling import convert_to_openai_tool
+        except ImportError:
+            pass
+        else:
+            return dict(convert_to_openai_tool(tool))
+        try:
+            from pydantic_ai import Tool
+        except ImportError:
+            pass
+        else:
+            return to_dict(Tool(tool))
+        try:
+            from llama_index.core.tools import FunctionTool
+        except ImportError:
+            pass
+        else:
+            return to_dict(FunctionTool.from_defaults(tool))
+        raise TypeError(
+            f"function {tool.__name__!r} needs a schema: install langchain-core, pydantic-ai-slim "
+            "or llama-index-core, or give its definition as a dict"
+        )
     # MCP SDK types.Tool, and any other pydantic model of a tool.
     dump = getattr(tool, "model_dump", None)
     if callable(dump):
