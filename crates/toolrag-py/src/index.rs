@@ -243,21 +243,13 @@ impl Index {
             .hits
             .into_iter()
             .enumerate()
-            .map(|(i, h)| {
-                let (name, namespace) = searcher
-                    .tool(&h.id)
-                    .map(|t| (t.name.clone(), t.namespace.clone()))
-                    .unwrap_or_default();
-                Hit {
-                    id: h.id,
-                    name,
-                    namespace,
-                    score: f64::from(h.score),
-                    rank: i + 1,
-                    summary: h.summary,
-                    pinned: h.pinned,
-                    searcher: Arc::clone(&searcher),
-                }
+            .map(|(i, h)| Hit {
+                id: h.id,
+                score: f64::from(h.score),
+                rank: i + 1,
+                summary: h.summary,
+                pinned: h.pinned,
+                searcher: Arc::clone(&searcher),
             })
             .collect())
     }
@@ -399,17 +391,11 @@ impl Index {
 }
 
 /// One tool found by a search.
-#[pyclass(frozen, module = "toolrag._native", name = "Hit")]
+#[pyclass(frozen, freelist = 64, module = "toolrag._native", name = "Hit")]
 pub struct Hit {
     /// The tool's id, `<namespace>/<name>` unless its definition gives one.
     #[pyo3(get)]
     id: String,
-    /// The name the tool is called by.
-    #[pyo3(get)]
-    name: String,
-    /// The tool's namespace: its MCP server, its folder or file.
-    #[pyo3(get)]
-    namespace: String,
     /// The fused score (higher is better).
     #[pyo3(get)]
     score: f64,
@@ -425,12 +411,29 @@ pub struct Hit {
     searcher: Arc<Searcher>,
 }
 
+// A search makes k of these: only what the search already holds is kept,
+// and the rest is looked up in the index when it is read (a lexical query
+// takes about 20 microseconds, and each copied field shows).
 #[pymethods]
 impl Hit {
+    /// The name the tool is called by.
+    #[getter]
+    fn name(&self) -> &str {
+        self.searcher.tool(&self.id).map_or("", |t| t.name.as_str())
+    }
+
+    /// The tool's namespace: its MCP server, its folder or file.
+    #[getter]
+    fn namespace(&self) -> &str {
+        self.searcher
+            .tool(&self.id)
+            .map_or("", |t| t.namespace.as_str())
+    }
+
     /// The MCP server (or registry namespace) the tool belongs to.
     #[getter]
     fn server(&self) -> &str {
-        &self.namespace
+        self.namespace()
     }
 
     /// Where the tool was read from: a file (with line), or `tools[i]`.
