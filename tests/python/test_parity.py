@@ -13,7 +13,9 @@ from conftest import TOOLS, console_script, golden_queries, run, rust_binary, ru
 
 
 @pytest.mark.parametrize("mode", ["lexical", "hybrid"])
-def test_search_matches_the_cli(tools_index: toolrag.Index, cli_index: Path, mode: toolrag.Mode, tmp_path: Path) -> None:
+def test_search_matches_the_cli(
+    tools_index: toolrag.Index, cli_index: Path, mode: toolrag.Mode, tmp_path: Path
+) -> None:
     """Every golden request: the same ids in the same order, scores within 1e-6."""
     queries = golden_queries()
     batch = tmp_path / "q.jsonl"
