@@ -107,7 +107,7 @@ fn build_and_open(
         None => None,
     };
     let mut opts = BuildOptions::new(setup.path.clone());
-    opts.boosts = setup.config.index.boosts.clone().unwrap_or_default();
+    opts.boosts = setup.config.index.boosts.unwrap_or_default();
     let pb = progress_bar(progress);
     let on_progress = |p: BuildProgress| {
         if let Some(pb) = &pb {
@@ -133,11 +133,7 @@ fn open_searcher(
     config: &Config,
 ) -> toolrag::Result<Arc<Searcher>> {
     let embedder = embedder.map(|e| e as Arc<dyn Embedder>);
-    Ok(Arc::new(Searcher::open(
-        path,
-        embedder,
-        config.search.clone(),
-    )?))
+    Ok(Arc::new(Searcher::open(path, embedder, config.search)?))
 }
 
 #[pymethods]
