@@ -83,8 +83,9 @@ class Index:
         ``path`` is the index folder; with ``None`` the index lives in a
         temporary folder removed when the index is dropped. ``config`` is a
         ``toolrag.toml`` (unlike the CLI, a library call does not read
-        ``./toolrag.toml`` on its own: without ``config``, the defaults); ``model`` a shipped model name or a model folder, as
-        ``--model`` in the CLI; ``progress`` shows a progress bar on stderr.
+        ``./toolrag.toml`` on its own: without ``config``, the defaults);
+        ``model`` a shipped model name or a model folder, as ``--model`` in
+        the CLI; ``progress`` shows a progress bar on stderr.
 
         Raises :class:`toolrag.InvalidRegistry` (every bad tool, by position
         and field), :class:`toolrag.ModelMissing`.
