@@ -62,7 +62,11 @@ impl Tools {
 #[pyclass(frozen, module = "toolrag._native", name = "Index")]
 pub struct Index {
     state: RwLock<State>,
-    setup: std::sync::Mutex<Setup>,
+    /// How the index was made; never changes, so reading it takes no lock.
+    setup: Setup,
+    /// Held by `update` for its whole build: one rebuild at a time, while
+    /// searches (and `path`) go on without waiting for it.
+    updating: std::sync::Mutex<()>,
 }
 
 fn load_config(config: Option<PathBuf>) -> toolrag::Result<Config> {
@@ -182,7 +186,8 @@ impl Index {
             Ok((
                 Index {
                     state: RwLock::new(State { searcher }),
-                    setup: std::sync::Mutex::new(setup),
+                    setup,
+                    updating: std::sync::Mutex::new(()),
                 },
                 report,
             ))
@@ -212,12 +217,13 @@ impl Index {
             let searcher = open_searcher(&path, embedder, &config)?;
             Ok(Index {
                 state: RwLock::new(State { searcher }),
-                setup: std::sync::Mutex::new(Setup {
+                setup: Setup {
                     path,
                     _temp: None,
                     config,
                     model,
-                }),
+                },
+                updating: std::sync::Mutex::new(()),
             })
         })
         .map_err(to_py)
@@ -283,9 +289,9 @@ impl Index {
     ) -> PyResult<String> {
         let tools = Tools::from_args(tools_json, paths)?;
         py.detach(|| {
-            let setup = self.setup.lock().unwrap_or_else(|p| p.into_inner());
+            let _one_at_a_time = self.updating.lock().unwrap_or_else(|p| p.into_inner());
             let registry = tools.load(&namespace)?;
-            let (searcher, report) = build_and_open(registry, &setup, progress)?;
+            let (searcher, report) = build_and_open(registry, &self.setup, progress)?;
             self.state
                 .write()
                 .unwrap_or_else(|p| p.into_inner())
@@ -318,11 +324,7 @@ impl Index {
     /// The index folder.
     #[getter]
     fn path(&self) -> PathBuf {
-        self.setup
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .path
-            .clone()
+        self.setup.path.clone()
     }
 
     /// Whether the index has no dense side (built without the model).
@@ -370,13 +372,7 @@ impl Index {
         let mode: Mode = mode.parse().map_err(|e: toolrag::search::UnknownMode| {
             crate::errors::message_error("InvalidInput", e.to_string())
         })?;
-        let pin = self
-            .setup
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .config
-            .pinned
-            .clone();
+        let pin = self.setup.config.pinned.clone();
         let mut req = SearchRequest::new(query);
         req.k = k;
         req.mode = mode;
