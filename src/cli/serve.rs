@@ -203,7 +203,7 @@ async fn wait_for(mut stopping: tokio::sync::watch::Receiver<bool>) {
 }
 
 /// Resolves on Ctrl-C or SIGTERM.
-async fn shutdown_signal() {
+pub(super) async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };

@@ -21,6 +21,7 @@ mod lint_rule_docs;
 mod lint_sarif;
 mod mcp;
 mod mcp_gateway;
+mod mcp_http;
 mod mcp_import;
 mod names;
 mod openapi_client;

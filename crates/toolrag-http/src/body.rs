@@ -77,6 +77,7 @@ impl SearchBody {
             read_only: self.read_only,
             exclude_destructive: self.exclude_destructive,
             pin,
+            visible: None,
         })
     }
 }

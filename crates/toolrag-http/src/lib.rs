@@ -46,7 +46,7 @@ use axum::routing::{get, post};
 use axum::Router;
 
 pub use body::{GateBody, SearchBody};
-pub use conn::{serve, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
+pub use conn::{serve, serve_router, ConnLimits, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
 pub use error::{status_of, HttpError};
 pub use metrics::COMMIT;
 

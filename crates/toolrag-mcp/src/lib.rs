@@ -25,6 +25,7 @@ use toolrag_engine::serve::{check_k, check_query, ApiError, LiveIndex};
 pub mod gateway;
 pub mod jsonrpc;
 pub mod settings;
+pub mod streamable_http;
 pub mod upstream;
 
 pub use settings::{GatewayConfig, OutputGuard};
@@ -109,7 +110,7 @@ impl McpServer {
         &self,
         Parameters(args): Parameters<SearchToolsArgs>,
     ) -> Result<CallToolResult, ErrorData> {
-        search(&self.index, &self.pinned, args).await
+        search(&self.index, &self.pinned, args, None).await
     }
 
     /// `get_tool`: a tool's full card.
@@ -207,11 +208,13 @@ pub(crate) async fn search(
     index: &Arc<LiveIndex>,
     pinned: &[String],
     args: SearchToolsArgs,
+    visible: Option<Arc<std::collections::HashSet<String>>>,
 ) -> Result<CallToolResult, ErrorData> {
-    let req = match search_request(args, pinned) {
+    let mut req = match search_request(args, pinned) {
         Ok(r) => r,
         Err(e) => return answer_error(e),
     };
+    req.visible = visible;
     let index = index.clone();
     let answer = tokio::task::spawn_blocking(move || index.search(&req))
         .await

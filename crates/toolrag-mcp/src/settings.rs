@@ -44,6 +44,44 @@ pub struct GatewayConfig {
     /// The audit log, JSON Lines (default: `<index>.audit.jsonl` beside the
     /// index folder); relative to the configuration file's folder.
     pub audit_log: Option<PathBuf>,
+    /// The key that seals approval states (`requestState` of protocol
+    /// 2026-07-28), created on first start with mode 0600 (default:
+    /// `<index>.key` beside the index folder). Replicas that share it can
+    /// finish each other's approvals.
+    pub key_file: Option<PathBuf>,
+    /// The SQLite file that remembers which approval states were used, so
+    /// that none is used twice (default: `<index>.approvals.sqlite` beside
+    /// the index folder). Replicas must share it.
+    pub approvals_db: Option<PathBuf>,
+    /// How long a person's approval may take, and a sealed approval state
+    /// stays valid, in seconds.
+    pub approval_ttl_seconds: f64,
+    /// Who may see and call what (`[[gateway.policy]]`). None: every
+    /// authenticated principal sees everything. Once there is one, a
+    /// principal that no entry names sees nothing.
+    pub policy: Vec<PolicyRule>,
+}
+
+/// One `[[gateway.policy]]` entry: what some principals may see and call.
+///
+/// ```toml
+/// [[gateway.policy]]
+/// principals = ["bob", "group:support"]
+/// tools = ["shop/list_orders", "time/*"]
+/// ```
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+#[non_exhaustive]
+pub struct PolicyRule {
+    /// Whom it is about: token names, JWT subjects or client ids, or
+    /// `group:<value>` for a value of the group claim.
+    pub principals: Vec<String>,
+    /// Globs over `<server>/<tool>`: the tools they may see and call.
+    pub tools: Vec<String>,
+    /// Tools (`server/tool`, `server`, or globs) these principals may run
+    /// without asking a person, on top of `[gateway] allow`.
+    #[serde(default)]
+    pub allow: Vec<String>,
 }
 
 impl Default for GatewayConfig {
@@ -55,6 +93,10 @@ impl Default for GatewayConfig {
             call_timeout_seconds: 120.0,
             lock_file: None,
             audit_log: None,
+            key_file: None,
+            approvals_db: None,
+            approval_ttl_seconds: 600.0,
+            policy: Vec::new(),
         }
     }
 }
@@ -85,6 +127,19 @@ impl GatewayConfig {
                 ),
             ));
         }
+        if !(self.approval_ttl_seconds.is_finite()
+            && self.approval_ttl_seconds >= 1.0
+            && self.approval_ttl_seconds <= day)
+        {
+            return Err(invalid(
+                "gateway.approval-ttl-seconds",
+                format!(
+                    "`gateway.approval-ttl-seconds` must be 1 to 86400, not {}",
+                    self.approval_ttl_seconds
+                ),
+            ));
+        }
+        crate::gateway::policy::Policy::compile(&self.policy)?;
         Ok(())
     }
 

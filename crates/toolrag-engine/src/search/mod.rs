@@ -279,6 +279,9 @@ impl Searcher {
             let id = p
                 .strip_prefix(toolrag_core::registry::HANDLE_SCHEME)
                 .unwrap_or(p);
+            if req.visible.as_ref().is_some_and(|v| !v.contains(id)) {
+                continue;
+            }
             let ord = *self
                 .by_id
                 .get(id)
@@ -310,11 +313,13 @@ impl Searcher {
         let namespaces = req.namespaces.clone();
         let tags = req.tags.clone();
         let (read_only, no_destructive) = (req.read_only, req.exclude_destructive);
+        let visible = req.visible.clone();
         move |ord: u32| {
             let Some(t) = self.tools.get(ord as usize) else {
                 return false;
             };
-            (namespaces.is_empty() || namespaces.contains(&t.namespace))
+            visible.as_ref().is_none_or(|v| v.contains(&t.id))
+                && (namespaces.is_empty() || namespaces.contains(&t.namespace))
                 && (tags.is_empty() || t.tags.iter().any(|x| tags.contains(x)))
                 && (!read_only || t.annotations.is_read_only())
                 && (!no_destructive || !may_be_destructive(t))

@@ -27,6 +27,11 @@ pub struct SearchRequest {
     pub exclude_destructive: bool,
     /// Tools always included, whatever their score.
     pub pin: Vec<String>,
+    /// Only the tools with these ids (what a caller's policy lets them see);
+    /// `None`: every tool. Pinned tools outside it are left out too. Set by
+    /// a front end, never read from a request body.
+    #[serde(skip)]
+    pub visible: Option<std::sync::Arc<std::collections::HashSet<String>>>,
 }
 
 impl Default for SearchRequest {
@@ -40,6 +45,7 @@ impl Default for SearchRequest {
             read_only: false,
             exclude_destructive: false,
             pin: vec![],
+            visible: None,
         }
     }
 }
@@ -59,6 +65,7 @@ impl SearchRequest {
             || !self.tags.is_empty()
             || self.read_only
             || self.exclude_destructive
+            || self.visible.is_some()
     }
 }
 

@@ -1,148 +1,168 @@
 //! Approval of a call that needs it (the gate's rule,
 //! [`toolrag_gate::approval_reasons`]): allowed without asking when the
-//! annotations need none or `[gateway] allow` names the tool, otherwise
-//! the person is asked through MCP elicitation. A client that cannot ask
-//! gets a refusal that says how to allow the tool.
+//! annotations need none, `[gateway] allow` names the tool or a policy
+//! entry of the caller allows it; otherwise the person is asked:
+//! - on 2025-11-25 and before, through MCP elicitation during the call;
+//! - on 2026-07-28, in a multi-round-trip request: the call is answered
+//!   `input_required` with the question and a sealed `requestState`
+//!   ([`super::states`]), and the retry that carries the answer runs the
+//!   call, once.
+//!
+//! A client that cannot ask gets a refusal that says how to allow the tool.
 
 use std::time::Duration;
 
-use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema, EnumSchema};
-use rmcp::service::ElicitationMode;
-use rmcp::{Peer, RoleServer};
+use rmcp::model::{
+    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema,
+    EnumSchema, InputRequest, InputRequests, InputRequiredResult,
+};
 use serde_json::Value;
 
 use super::audit::{DecidedBy, Decision};
-use super::Gateway;
+use super::states::{principal_key, Binding};
+use super::{Caller, Gateway, MrtrRound};
 use toolrag_core::registry::ToolDef;
 
 /// How long a person has to answer an approval question.
 const APPROVAL_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// The key of the approval question in `inputRequests`.
+const APPROVAL_KEY: &str = "approval";
+
+/// What the gateway does about a call's approval: decided, or a question
+/// the client must put to the person first (2026-07-28).
+pub(super) enum Rule {
+    /// Decided now.
+    Decided(Ruling),
+    /// Ask the person: answer the call with this, and wait for the retry.
+    Ask(InputRequiredResult),
+}
+
 impl Gateway {
-    /// Whether `tool` may run with `args`: without asking when its
-    /// annotations need no approval or `[gateway] allow` names it, otherwise
-    /// as the person answers.
+    /// Whether `tool` (whose definition hashes to `definition`) may run
+    /// with `args` for `caller`: without asking when its annotations need
+    /// no approval or an allow-list names it, otherwise as the person
+    /// answers.
     pub(super) async fn rule(
         &self,
-        client: &Peer<RoleServer>,
+        caller: &Caller,
         tool: &ToolDef,
+        definition: &str,
         args: &Value,
-    ) -> Ruling {
+    ) -> Rule {
         let reasons = toolrag_gate::approval_reasons(tool);
         if reasons.is_empty() {
-            return Ruling::allowed(DecidedBy::Annotations);
+            return Rule::Decided(Ruling::allowed(DecidedBy::Annotations));
         }
         if let Some(a) = self.opts.settings.allow_entry(&tool.id) {
-            return Ruling::allowed(DecidedBy::AllowList(a.to_string()));
+            return Rule::Decided(Ruling::allowed(DecidedBy::AllowList(a.to_string())));
+        }
+        if let Some(a) = self.policy.allow_entry(&caller.principal, &tool.id) {
+            return Rule::Decided(Ruling::allowed(DecidedBy::AllowList(a)));
         }
         let why = reasons
             .iter()
             .map(|r| r.describe())
             .collect::<Vec<_>>()
             .join(", ");
-        self.ask(client, tool, args, &why).await
+        if !caller.can_elicit {
+            return Rule::Decided(no_elicitation(tool, &why));
+        }
+        match &caller.mrtr {
+            Some(round) => {
+                self.ask_mrtr(caller, round, tool, definition, args, &why)
+                    .await
+            }
+            None => Rule::Decided(self.ask(caller, tool, args, &why).await),
+        }
     }
 
-    /// Asks the person, through the client, whether `tool` may run with
-    /// `args`, because it needs approval for `why`.
-    async fn ask(
+    /// 2026-07-28: the first round asks (a sealed state bound to this
+    /// call); the retry redeems the state, once, and reads the answer.
+    async fn ask_mrtr(
         &self,
-        client: &Peer<RoleServer>,
+        caller: &Caller,
+        round: &MrtrRound,
         tool: &ToolDef,
+        definition: &str,
         args: &Value,
         why: &str,
-    ) -> Ruling {
-        let id = &tool.id;
-        if !client
-            .supported_elicitation_modes()
-            .contains(&ElicitationMode::Form)
-        {
-            let message = format!(
-                "`{id}` needs a person's approval ({why}), and this MCP client cannot ask one \
-                 (it does not support elicitation), so the call was not made. A person can allow \
-                 it in the [gateway] table of toolrag.toml: `allow = [\"{id}\"]` for this tool, \
-                 or `allow = [\"{}\"]` for every tool of the server; or use a client that \
-                 supports elicitation.",
-                tool.namespace
-            );
-            return Ruling::stopped(Decision::Refused, DecidedBy::NoElicitation, message);
-        }
-        let pretty = serde_json::to_string_pretty(args).unwrap_or_else(|_| args.to_string());
-        let message = format!(
-            "Allow the tool `{}` of the MCP server `{}` to run?\nIt needs approval: {why}.\n{}\nArguments:\n{pretty}",
-            tool.name,
-            tool.namespace,
-            first_line(&tool.summary),
-        );
-        let schema = match ElicitationSchema::builder()
-            .required_enum_schema(
-                Choice::FIELD,
-                EnumSchema::builder(Choice::ALL.map(|c| c.as_str().into()).to_vec())
-                    .description("approve runs the tool with these arguments; reject does not")
-                    .build(),
-            )
-            .build()
-        {
+    ) -> Rule {
+        let states = match self.states() {
             Ok(s) => s,
             Err(e) => {
-                return Ruling::stopped(
+                return Rule::Decided(Ruling::stopped(
                     Decision::Refused,
                     DecidedBy::Gateway,
-                    format!("cannot ask: {e}"),
-                )
+                    format!(
+                        "`{}` needs a person's approval ({why}), and the gateway cannot keep                          approvals ({e}), so the call was not made.",
+                        tool.id
+                    ),
+                ))
             }
         };
-        let params = ElicitRequestParams::FormElicitationParams {
-            meta: None,
-            message,
-            requested_schema: schema,
+        let binding = Binding {
+            principal: principal_key(&caller.principal),
+            tool: tool.id.clone(),
+            definition: definition.to_string(),
+            arguments: super::pins::hash(args),
+        };
+        let Some(state) = &round.request_state else {
+            let form = match approval_form(tool, args, why) {
+                Ok(f) => f,
+                Err(r) => return Rule::Decided(r),
+            };
+            let mut requests = InputRequests::new();
+            requests.insert(
+                APPROVAL_KEY.to_string(),
+                InputRequest::Elicitation(ElicitRequest::new(form)),
+            );
+            return Rule::Ask(InputRequiredResult::new(
+                Some(requests),
+                Some(states.seal(&binding)),
+            ));
+        };
+        if let Err(refusal) = states.redeem(state, &binding).await {
+            return Rule::Decided(Ruling::stopped(
+                Decision::Refused,
+                DecidedBy::ApprovalState,
+                refusal.to_string(),
+            ));
+        }
+        let answer = round
+            .input_responses
+            .as_ref()
+            .and_then(|r| r.get(APPROVAL_KEY))
+            .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok());
+        match answer {
+            Some(answer) => Rule::Decided(ruling_of(&answer, &tool.id)),
+            None => Rule::Decided(Ruling::stopped(
+                Decision::Cancelled,
+                DecidedBy::PersonCancelled,
+                format!(
+                    "the retry of `{}` carried no answer to the approval question                      (inputResponses.{APPROVAL_KEY}), so the call was not made; call it again                      to be asked anew.",
+                    tool.id
+                ),
+            )),
+        }
+    }
+
+    /// 2025-11-25 and before: asks the person, through the client, whether
+    /// `tool` may run with `args`, because it needs approval for `why`.
+    async fn ask(&self, caller: &Caller, tool: &ToolDef, args: &Value, why: &str) -> Ruling {
+        let id = &tool.id;
+        let Some(client) = &caller.peer else {
+            return no_elicitation(tool, why);
+        };
+        let params = match approval_form(tool, args, why) {
+            Ok(p) => p,
+            Err(r) => return r,
         };
         match client
             .create_elicitation_with_timeout(params, Some(APPROVAL_TIMEOUT))
             .await
         {
-            Ok(answer) => match answer.action {
-                ElicitationAction::Accept => {
-                    let choice = answer
-                        .content
-                        .as_ref()
-                        .and_then(|c| c.get(Choice::FIELD))
-                        .and_then(Value::as_str)
-                        .and_then(Choice::parse);
-                    if choice == Some(Choice::Approve) {
-                        Ruling {
-                            decision: Decision::Approved,
-                            by: DecidedBy::Person,
-                            reason: None,
-                        }
-                    } else {
-                        Ruling::stopped(
-                            Decision::Rejected,
-                            DecidedBy::Person,
-                            format!(
-                                "the person rejected this call of `{id}`; it was not made. Do not \
-                                 retry it; ask the user what to do instead."
-                            ),
-                        )
-                    }
-                }
-                ElicitationAction::Decline => Ruling::stopped(
-                    Decision::Rejected,
-                    DecidedBy::PersonDeclined,
-                    format!(
-                        "the person declined to approve this call of `{id}`; it was not made. Do \
-                         not retry it; ask the user what to do instead."
-                    ),
-                ),
-                ElicitationAction::Cancel | _ => Ruling::stopped(
-                    Decision::Cancelled,
-                    DecidedBy::PersonCancelled,
-                    format!(
-                        "the approval of `{id}` was cancelled, so the call was not made; ask the \
-                         user before trying again."
-                    ),
-                ),
-            },
+            Ok(answer) => ruling_of(&answer, id),
             Err(e) => Ruling::stopped(
                 Decision::Refused,
                 DecidedBy::AskFailed,
@@ -152,6 +172,98 @@ impl Gateway {
                 ),
             ),
         }
+    }
+}
+
+/// The refusal for a client that cannot ask a person.
+fn no_elicitation(tool: &ToolDef, why: &str) -> Ruling {
+    let id = &tool.id;
+    let message = format!(
+        "`{id}` needs a person's approval ({why}), and this MCP client cannot ask one \
+         (it does not support elicitation), so the call was not made. A person can allow \
+         it in the [gateway] table of toolrag.toml: `allow = [\"{id}\"]` for this tool, \
+         or `allow = [\"{}\"]` for every tool of the server; or use a client that \
+         supports elicitation.",
+        tool.namespace
+    );
+    Ruling::stopped(Decision::Refused, DecidedBy::NoElicitation, message)
+}
+
+/// The question put to the person: the tool, why it needs approval, and
+/// the exact arguments, with a choice of approve or reject.
+fn approval_form(tool: &ToolDef, args: &Value, why: &str) -> Result<ElicitRequestParams, Ruling> {
+    let pretty = serde_json::to_string_pretty(args).unwrap_or_else(|_| args.to_string());
+    let message = format!(
+        "Allow the tool `{}` of the MCP server `{}` to run?\nIt needs approval: {why}.\n{}\nArguments:\n{pretty}",
+        tool.name,
+        tool.namespace,
+        first_line(&tool.summary),
+    );
+    let schema = ElicitationSchema::builder()
+        .required_enum_schema(
+            Choice::FIELD,
+            EnumSchema::builder(Choice::ALL.map(|c| c.as_str().into()).to_vec())
+                .description("approve runs the tool with these arguments; reject does not")
+                .build(),
+        )
+        .build()
+        .map_err(|e| {
+            Ruling::stopped(
+                Decision::Refused,
+                DecidedBy::Gateway,
+                format!("cannot ask: {e}"),
+            )
+        })?;
+    Ok(ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message,
+        requested_schema: schema,
+    })
+}
+
+/// The decision a person's answer makes about a call of `id`.
+fn ruling_of(answer: &ElicitResult, id: &str) -> Ruling {
+    match answer.action {
+        ElicitationAction::Accept => {
+            let choice = answer
+                .content
+                .as_ref()
+                .and_then(|c| c.get(Choice::FIELD))
+                .and_then(Value::as_str)
+                .and_then(Choice::parse);
+            if choice == Some(Choice::Approve) {
+                Ruling {
+                    decision: Decision::Approved,
+                    by: DecidedBy::Person,
+                    reason: None,
+                }
+            } else {
+                Ruling::stopped(
+                    Decision::Rejected,
+                    DecidedBy::Person,
+                    format!(
+                        "the person rejected this call of `{id}`; it was not made. Do not \
+                         retry it; ask the user what to do instead."
+                    ),
+                )
+            }
+        }
+        ElicitationAction::Decline => Ruling::stopped(
+            Decision::Rejected,
+            DecidedBy::PersonDeclined,
+            format!(
+                "the person declined to approve this call of `{id}`; it was not made. Do \
+                 not retry it; ask the user what to do instead."
+            ),
+        ),
+        ElicitationAction::Cancel | _ => Ruling::stopped(
+            Decision::Cancelled,
+            DecidedBy::PersonCancelled,
+            format!(
+                "the approval of `{id}` was cancelled, so the call was not made; ask the \
+                 user before trying again."
+            ),
+        ),
     }
 }
 

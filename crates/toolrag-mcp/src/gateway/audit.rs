@@ -36,6 +36,11 @@ pub enum Decision {
     Refused,
     /// Its arguments do not match the tool's input schema.
     InvalidArguments,
+    /// A person is being asked (protocol 2026-07-28): the call waits for
+    /// the client's retry with the answer.
+    Asked,
+    /// The caller may not use the tool, or sent too many calls.
+    Denied,
 }
 
 impl Decision {
@@ -53,6 +58,8 @@ impl Decision {
             Decision::Cancelled => "cancelled",
             Decision::Refused => "refused",
             Decision::InvalidArguments => "invalid-arguments",
+            Decision::Asked => "asked",
+            Decision::Denied => "denied",
         }
     }
 }
@@ -170,6 +177,13 @@ pub enum DecidedBy {
     Upstream,
     /// `output guard`.
     OutputGuard,
+    /// `gateway: approval state`: the `requestState` of a retried call was
+    /// refused (replayed, expired, altered or for another call).
+    ApprovalState,
+    /// `policy`: the caller's policy does not give them the tool.
+    Policy,
+    /// `rate limit`.
+    RateLimit,
 }
 
 impl std::fmt::Display for DecidedBy {
@@ -189,6 +203,9 @@ impl std::fmt::Display for DecidedBy {
             DecidedBy::InputSchema => f.write_str("gateway: input schema"),
             DecidedBy::Upstream => f.write_str("upstream"),
             DecidedBy::OutputGuard => f.write_str("output guard"),
+            DecidedBy::ApprovalState => f.write_str("gateway: approval state"),
+            DecidedBy::Policy => f.write_str("policy"),
+            DecidedBy::RateLimit => f.write_str("rate limit"),
         }
     }
 }
@@ -225,6 +242,16 @@ pub struct AuditRecord<'a> {
     /// Why, when there is more to say.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Who asked for the call: a token name, a JWT subject, or `local`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
+    /// Milliseconds from the call's arrival to this record.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<f64>,
+    /// What the upstream server answered: `ok`, `tool-error` (a result with
+    /// `isError`), or `failed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<&'static str>,
 }
 
 impl<'a> AuditRecord<'a> {
@@ -247,7 +274,23 @@ impl<'a> AuditRecord<'a> {
             decision,
             decided_by,
             reason: None,
+            principal: None,
+            latency_ms: None,
+            upstream: None,
         }
+    }
+
+    /// The record of a call by `principal`, `elapsed` after it arrived.
+    pub fn by(mut self, principal: &str, elapsed: std::time::Duration) -> AuditRecord<'a> {
+        self.principal = Some(principal.to_string());
+        self.latency_ms = Some((elapsed.as_secs_f64() * 1e6).round() / 1e3);
+        self
+    }
+
+    /// The record with what the upstream server answered.
+    pub fn upstream(mut self, status: &'static str) -> AuditRecord<'a> {
+        self.upstream = Some(status);
+        self
     }
 
     /// The record with a reason.

@@ -4,45 +4,62 @@
 //! the tool, and its result through the output guard ([`super::guard`]).
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, JsonObject};
-use rmcp::{Peer, RoleServer};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject,
+};
 use serde_json::Value;
 
-use super::approval::Ruling;
+use super::approval::{Rule, Ruling};
 use super::audit::{AuditRecord, DecidedBy, Decision, Outcome};
 use super::catalog::{id_of, quarantine_message};
 use super::upstream::UpstreamError;
 use super::upstreams::Upstream;
-use super::{guard, Gateway};
+use super::{guard, Caller, Gateway};
 
 impl Gateway {
-    /// `call_tool`: checks, asks, forwards and guards one call. Errors the
-    /// model can act on are tool results with `isError`.
+    /// `call_tool`: checks, asks, forwards and guards one call by `caller`.
+    /// Errors the model can act on are tool results with `isError`; on
+    /// protocol 2026-07-28 a call that needs approval is first answered
+    /// `input_required`.
     pub async fn call(
         &self,
         handle: &str,
         arguments: Option<JsonObject>,
-        client: &Peer<RoleServer>,
-    ) -> CallToolResult {
+        caller: &Caller,
+    ) -> CallToolResponse {
+        let started = Instant::now();
+        let who = caller.principal.name.as_str();
         let id = id_of(handle).to_string();
         let catalog = self.catalog.load_full();
-        let Some(entry) = catalog.entries.get(&id) else {
-            return tool_error(format!(
-                "no tool `{handle}`; use a handle returned by search_tools"
-            ));
+        let entry = match catalog.entries.get(&id) {
+            Some(e) if self.may_see(&caller.principal, &id) => e,
+            // A tool the caller may not see is answered as one that does
+            // not exist, word for word.
+            _ => {
+                return tool_error(format!(
+                    "no tool `{handle}`; use a handle returned by search_tools"
+                ))
+                .into()
+            }
         };
         let args = Value::Object(arguments.unwrap_or_default());
+        let audit = |record: AuditRecord<'_>| {
+            let record = record.by(who, started.elapsed());
+            self.audit.write(&record)
+        };
+        let refuse = |decision: Decision, by: DecidedBy, message: String| {
+            if let Err(e) =
+                audit(AuditRecord::new(&id, &args, decision, by).because(message.clone()))
+            {
+                tracing::error!("cannot write the audit log: {e}");
+            }
+            tool_error(message).into()
+        };
         if !entry.quarantine.is_empty() {
             let message = quarantine_message(&id, &entry.quarantine, self.lock_hint(&id));
-            return self.refuse(
-                &id,
-                &args,
-                Decision::Refused,
-                DecidedBy::Quarantine,
-                message,
-            );
+            return refuse(Decision::Refused, DecidedBy::Quarantine, message);
         }
         let validator = entry
             .validator
@@ -56,33 +73,44 @@ impl Gateway {
                  get_tool and call again.",
                 errors.join("; ")
             );
-            return self.refuse(
-                &id,
-                &args,
-                Decision::InvalidArguments,
-                DecidedBy::InputSchema,
-                message,
-            );
+            return refuse(Decision::InvalidArguments, DecidedBy::InputSchema, message);
         }
 
         // Approval.
+        let definition = super::pins::hash(&entry.raw);
         let Ruling {
             decision,
             by,
             reason,
-        } = self.rule(client, &entry.def, &args).await;
+        } = match self.rule(caller, &entry.def, &definition, &args).await {
+            Rule::Decided(r) => r,
+            Rule::Ask(question) => {
+                let record = AuditRecord::new(&id, &args, Decision::Asked, DecidedBy::Gateway)
+                    .because("a person is asked (input_required)");
+                if let Err(e) = audit(record) {
+                    tracing::error!("cannot write the audit log, the call is refused: {e}");
+                    return tool_error(format!(
+                        "toolrag cannot record the decision in its audit log, so `{id}` was not \
+                         called: {e}"
+                    ))
+                    .into();
+                }
+                return CallToolResponse::InputRequired(question);
+            }
+        };
         let mut record = AuditRecord::new(&id, &args, decision, by);
         if let Some(r) = &reason {
             record = record.because(r.clone());
         }
-        if let Err(e) = self.audit.write(&record) {
+        if let Err(e) = audit(record) {
             tracing::error!("cannot write the audit log, the call is refused: {e}");
             return tool_error(format!(
                 "toolrag cannot record the decision in its audit log, so `{id}` was not called: {e}"
-            ));
+            ))
+            .into();
         }
         if !decision.lets_call() {
-            return tool_error(reason.unwrap_or_else(|| format!("`{id}` was not called")));
+            return tool_error(reason.unwrap_or_else(|| format!("`{id}` was not called"))).into();
         }
 
         // Forward.
@@ -91,12 +119,18 @@ impl Gateway {
             Ok(r) => r,
             Err(e) => {
                 let message = e.to_string();
-                let _ = self.audit.write(
-                    &AuditRecord::new(&id, &args, Outcome::Failed, DecidedBy::Upstream)
+                let _ = audit(
+                    AuditRecord::new(&id, &args, Outcome::Failed, DecidedBy::Upstream)
+                        .upstream("failed")
                         .because(message.clone()),
                 );
-                return tool_error(message);
+                return tool_error(message).into();
             }
+        };
+        let status = if result.is_error == Some(true) {
+            "tool-error"
+        } else {
+            "ok"
         };
 
         // Output guard.
@@ -112,31 +146,17 @@ impl Gateway {
             tracing::warn!(tool = %id, ?findings, "the result addresses the model");
             guard::apply(policy, &id, &findings, result)
         };
-        let mut record = AuditRecord::new(&id, &args, outcome, DecidedBy::OutputGuard);
+        let mut record =
+            AuditRecord::new(&id, &args, outcome, DecidedBy::OutputGuard).upstream(status);
         if !findings.is_empty() {
             record = record.because(findings.join("; "));
         }
-        if let Err(e) = self.audit.write(&record) {
+        // Written before the result goes back: a result the client has
+        // seen always has its line.
+        if let Err(e) = audit(record) {
             tracing::error!("cannot write the audit log: {e}");
         }
-        result
-    }
-
-    /// Records `decision` (one that stops the call) and tells the model
-    /// `message`.
-    fn refuse(
-        &self,
-        id: &str,
-        args: &Value,
-        decision: Decision,
-        by: DecidedBy,
-        message: String,
-    ) -> CallToolResult {
-        let record = AuditRecord::new(id, args, decision, by).because(message.clone());
-        if let Err(e) = self.audit.write(&record) {
-            tracing::error!("cannot write the audit log: {e}");
-        }
-        tool_error(message)
+        result.into()
     }
 
     /// Sends `tools/call` to `up`, restarting it first if it died.

@@ -81,8 +81,15 @@ impl Gateway {
 
     /// The card of a tool for `get_tool`: a quarantined tool's is refused
     /// with its reasons.
-    pub fn card(&self, handle: &str) -> Result<Value, String> {
+    pub fn card(&self, handle: &str, who: &toolrag_auth::Principal) -> Result<Value, String> {
         let id = id_of(handle);
+        if !self.may_see(who, id) {
+            // Word for word what an unknown tool gets: nothing tells a
+            // principal that a tool they may not see exists.
+            return Err(format!(
+                "no tool `{handle}` in the index; use a handle returned by search_tools"
+            ));
+        }
         if let Some(e) = self.catalog.load().entries.get(id) {
             if !e.quarantine.is_empty() {
                 return Err(quarantine_message(id, &e.quarantine, self.lock_hint(id)));

@@ -44,7 +44,9 @@ mod call;
 mod catalog;
 pub mod guard;
 pub mod pins;
+pub mod policy;
 mod server;
+mod states;
 mod sync;
 mod upstreams;
 
@@ -55,16 +57,23 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::collections::HashSet;
+use std::sync::OnceLock;
+
 use arc_swap::ArcSwap;
+use rmcp::{Peer, RoleServer};
 use serde::Serialize;
 use tokio::sync::mpsc;
 
 use self::audit::AuditLog;
 use self::catalog::Catalog;
 use self::pins::PinLock;
+use self::policy::Policy;
+use self::states::ApprovalStates;
 use self::upstreams::Upstream;
 use super::upstream::{self, McpConfig};
 use crate::settings::GatewayConfig;
+use toolrag_auth::Principal;
 use toolrag_core::error::Location;
 use toolrag_embed::Embedder;
 use toolrag_engine::build::BuildReport;
@@ -114,6 +123,10 @@ pub struct GatewayOptions {
     pub lock_file: PathBuf,
     /// The audit log.
     pub audit_log: PathBuf,
+    /// The key that seals approval states (created when missing, 0600).
+    pub key_file: PathBuf,
+    /// The SQLite file of used approval states, shared by replicas.
+    pub approvals_db: PathBuf,
     /// The `[gateway]` settings: allow-list, output guard, intervals.
     pub settings: GatewayConfig,
     /// Query-time search settings.
@@ -148,6 +161,11 @@ impl GatewayOptions {
                 .audit_log
                 .clone()
                 .unwrap_or_else(|| beside("audit.jsonl")),
+            key_file: settings.key_file.clone().unwrap_or_else(|| beside("key")),
+            approvals_db: settings
+                .approvals_db
+                .clone()
+                .unwrap_or_else(|| beside("approvals.sqlite")),
             index,
             settings,
             search: SearchConfig::default(),
@@ -235,6 +253,42 @@ pub struct Gateway {
     audit: AuditLog,
     changes: mpsc::UnboundedSender<String>,
     sync_lock: tokio::sync::Mutex<()>,
+    policy: Policy,
+    states: OnceLock<ApprovalStates>,
+    visible: std::sync::Mutex<VisibleCache>,
+}
+
+/// The tools each principal may see, per catalog: computed once per
+/// principal and catalog, since a search must not pay for the globs.
+#[derive(Default)]
+struct VisibleCache {
+    catalog: Option<Arc<Catalog>>,
+    sets: std::collections::HashMap<String, Arc<HashSet<String>>>,
+}
+
+/// Who is calling the gateway, and how they can be asked for approval.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Caller {
+    /// Who (from the HTTP front end; `local` over stdio).
+    pub principal: Principal,
+    /// The client, for elicitation on the handshake-era protocols.
+    pub peer: Option<Peer<RoleServer>>,
+    /// Whether the client can put a form to a person.
+    pub can_elicit: bool,
+    /// On 2026-07-28 and later, this call's multi-round-trip state: approval
+    /// is then an `input_required` round, not an elicitation.
+    pub mrtr: Option<MrtrRound>,
+}
+
+/// What a 2026-07-28 client sends back in a retried call.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct MrtrRound {
+    /// The `requestState` of the previous round, as the client echoed it.
+    pub request_state: Option<String>,
+    /// The client's answers, by the keys of the previous `inputRequests`.
+    pub input_responses: Option<rmcp::model::InputResponses>,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -265,6 +319,7 @@ impl Gateway {
         let (tx, rx) = mpsc::unbounded_channel();
         let pins = PinLock::open(&opts.lock_file)?;
         let audit = AuditLog::open(&opts.audit_log)?;
+        let policy = Policy::compile(&opts.settings.policy)?;
         let upstreams = config
             .servers
             .iter()
@@ -280,6 +335,9 @@ impl Gateway {
             audit,
             changes: tx,
             sync_lock: tokio::sync::Mutex::new(()),
+            policy,
+            states: OnceLock::new(),
+            visible: std::sync::Mutex::new(VisibleCache::default()),
         });
         let names: Vec<String> = gateway.upstreams.keys().cloned().collect();
         let listed = futures::future::join_all(names.iter().map(|n| gateway.list_server(n))).await;
@@ -317,5 +375,77 @@ impl Gateway {
     /// The tools pinned into every search.
     pub fn pinned(&self) -> &[String] {
         &self.opts.pinned
+    }
+
+    /// The compiled `[[gateway.policy]]`.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The ids of the tools `who` may see, or `None` when there is no
+    /// policy (everything). Cached per principal until the catalog changes.
+    pub fn visible_to(&self, who: &Principal) -> Option<Arc<HashSet<String>>> {
+        if self.policy.is_open() {
+            return None;
+        }
+        let catalog = self.catalog.load_full();
+        let key = format!(
+            "{:?}\u{0}{}\u{0}{:?}\u{0}{:?}\u{0}{}",
+            who.method,
+            who.name,
+            who.subject,
+            who.client_id,
+            who.groups.join("\u{0}")
+        );
+        let mut cache = self.visible.lock().unwrap_or_else(|e| e.into_inner());
+        if !cache
+            .catalog
+            .as_ref()
+            .is_some_and(|c| Arc::ptr_eq(c, &catalog))
+        {
+            cache.catalog = Some(catalog.clone());
+            cache.sets.clear();
+        }
+        if cache.sets.len() > 10_000 {
+            cache.sets.clear();
+        }
+        let set = cache
+            .sets
+            .entry(key)
+            .or_insert_with(|| {
+                Arc::new(
+                    catalog
+                        .entries
+                        .keys()
+                        .filter(|id| self.policy.may_see(who, id))
+                        .cloned()
+                        .collect(),
+                )
+            })
+            .clone();
+        Some(set)
+    }
+
+    /// Whether `who` may see the tool `id`.
+    pub fn may_see(&self, who: &Principal, id: &str) -> bool {
+        self.policy.may_see(who, id)
+    }
+
+    /// The approval states (key and memory of used ones), opened at the
+    /// first approval of protocol 2026-07-28.
+    fn states(&self) -> Result<&ApprovalStates, GatewayError> {
+        if let Some(s) = self.states.get() {
+            return Ok(s);
+        }
+        let ttl = Duration::from_secs_f64(self.opts.settings.approval_ttl_seconds);
+        let opened = ApprovalStates::open(&self.opts.key_file, &self.opts.approvals_db, ttl)?;
+        Ok(self.states.get_or_init(|| opened))
+    }
+
+    /// Opens the approval key and the store of used states now, so that a
+    /// bad key file or an unwritable store is an error at start, not at the
+    /// first approval.
+    pub fn open_approval_states(&self) -> Result<(), GatewayError> {
+        self.states().map(|_| ())
     }
 }

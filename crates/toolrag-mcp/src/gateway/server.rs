@@ -3,15 +3,19 @@
 use std::sync::Arc;
 
 use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::{InputResponses, RequestState};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolResult, ContentBlock, Implementation, JsonObject, ServerCapabilities, ServerConfig,
+    CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject, ServerCapabilities,
+    ServerConfig,
 };
-use rmcp::{tool, tool_handler, tool_router, ErrorData, Peer, RoleServer, ServerHandler};
+use rmcp::service::RequestContext;
+use rmcp::{tool, tool_handler, tool_router, ErrorData, RoleServer, ServerHandler};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::Gateway;
+use super::{Caller, Gateway, MrtrRound};
+use crate::streamable_http::principal_of;
 use crate::{GetToolArgs, SearchToolsArgs};
 
 /// The arguments of `call_tool`.
@@ -87,8 +91,11 @@ impl GatewayServer {
     pub async fn search_tools(
         &self,
         Parameters(args): Parameters<SearchToolsArgs>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        crate::search(self.gateway.live(), self.gateway.pinned(), args).await
+        let who = principal_of(&ctx);
+        let visible = self.gateway.visible_to(&who);
+        crate::search(self.gateway.live(), self.gateway.pinned(), args, visible).await
     }
 
     /// `get_tool`: a tool's full card.
@@ -101,8 +108,10 @@ impl GatewayServer {
     pub async fn get_tool(
         &self,
         Parameters(args): Parameters<GetToolArgs>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        Ok(match self.gateway.card(&args.handle) {
+        let who = principal_of(&ctx);
+        Ok(match self.gateway.card(&args.handle, &who) {
             Ok(card) => CallToolResult::structured(card),
             Err(message) => CallToolResult::error(vec![ContentBlock::text(message)]),
         })
@@ -123,11 +132,27 @@ impl GatewayServer {
     pub async fn call_tool(
         &self,
         Parameters(args): Parameters<CallToolArgs>,
-        client: Peer<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
+        RequestState(request_state): RequestState,
+        InputResponses(input_responses): InputResponses,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let modern = ctx.protocol_version().is_some_and(|v| !v.has_initialize());
+        let can_elicit = ctx
+            .client_capabilities()
+            .and_then(|c| c.elicitation)
+            .is_some_and(|e| e.form.is_some() || e.url.is_none());
+        let caller = Caller {
+            principal: principal_of(&ctx),
+            peer: Some(ctx.peer.clone()),
+            can_elicit,
+            mrtr: modern.then(|| MrtrRound {
+                request_state,
+                input_responses,
+            }),
+        };
         Ok(self
             .gateway
-            .call(&args.handle, args.arguments, &client)
+            .call(&args.handle, args.arguments, &caller)
             .await)
     }
 }

@@ -1,0 +1,293 @@
+//! MCP over streamable HTTP: the index's MCP server and the gateway on one
+//! endpoint (`/mcp`), with authentication, for a team.
+//!
+//! The transport is rmcp's streamable-HTTP server ([`StreamableHttpService`]):
+//! POST and GET on one endpoint, `Mcp-Session-Id` sessions for the
+//! handshake-era protocols (2025-11-25 and before; 2026-07-28 is
+//! stateless), the `MCP-Protocol-Version` header, the `Host` and `Origin`
+//! checks against DNS rebinding, and a cap on body size. This module puts
+//! in front of it what a shared service needs:
+//! - **authentication** ([`toolrag_auth::Authenticator`]): static tokens
+//!   and OAuth 2.1 access tokens. A request without a valid token gets
+//!   `401` with `WWW-Authenticate: Bearer resource_metadata="…"`, and the
+//!   Protected Resource Metadata (RFC 9728) is served at
+//!   `/.well-known/oauth-protected-resource`. The principal goes into the
+//!   request's extensions, where the MCP handlers read it
+//!   ([`principal_of`]);
+//! - **connections** served as `toolrag serve` serves them (a deadline for
+//!   headers, a cap on open connections: [`toolrag_http::serve_router`]);
+//! - **shutdown**: when `shutdown` resolves, no new connection is taken;
+//!   calls in flight have [`HttpOptions::grace`] to finish, then they and
+//!   the open streams are cancelled.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{RoleServer, ServerHandler};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use toolrag_auth::{AuthError, Authenticator, Principal};
+
+/// The MCP endpoint's path.
+pub const ENDPOINT: &str = "/mcp";
+
+/// Where the Protected Resource Metadata is served (RFC 9728 section 3.1:
+/// the well-known prefix, then the resource's path).
+pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource/mcp";
+
+/// The same document at the bare well-known path, for clients that look
+/// there first.
+const METADATA_ROOT: &str = "/.well-known/oauth-protected-resource";
+
+/// How the HTTP front end behaves.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct HttpOptions {
+    /// Who may call: static tokens and/or OAuth. Unconfigured: everyone is
+    /// the principal `local` (allowed on loopback only; the binary checks).
+    pub auth: Arc<Authenticator>,
+    /// The endpoint's public URL (`https://gw.example.com/mcp`): the
+    /// resource of the metadata and the audience of OAuth tokens. Default:
+    /// `http://<bound address>/mcp`.
+    pub public_url: Option<String>,
+    /// Browser origins allowed to call (`https://app.example.com`); a request
+    /// with any other `Origin` is refused. Clients that are not browsers send
+    /// none.
+    pub allowed_origins: Vec<String>,
+    /// Host names accepted in `Host` besides loopback names and the public
+    /// URL's host.
+    pub allowed_hosts: Vec<String>,
+    /// How long calls in flight may take to finish at shutdown before they
+    /// are cancelled.
+    pub grace: Duration,
+    /// The largest request body, bytes.
+    pub max_body_bytes: usize,
+    /// Connection limits.
+    pub limits: toolrag_http::ConnLimits,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            auth: Arc::new(Authenticator::default()),
+            public_url: None,
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+            grace: Duration::from_secs(10),
+            max_body_bytes: 4 * 1024 * 1024,
+            limits: toolrag_http::ConnLimits::default(),
+        }
+    }
+}
+
+#[derive(Clone)]
+struct Front {
+    auth: Arc<Authenticator>,
+    metadata_url: String,
+    metadata: Option<Arc<serde_json::Value>>,
+}
+
+/// Serves MCP on `listener` at [`ENDPOINT`], one handler from `factory` per
+/// session (or per request, on 2026-07-28), until `shutdown` resolves.
+pub async fn serve<S, F>(
+    listener: TcpListener,
+    factory: F,
+    opts: HttpOptions,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()>
+where
+    S: ServerHandler + Send + 'static,
+    F: Fn() -> S + Send + Sync + 'static,
+{
+    let addr = listener.local_addr()?;
+    let public_url = opts
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{addr}{ENDPOINT}"));
+    let base = origin_of(&public_url);
+    let mut hosts: Vec<String> = vec![
+        "localhost".into(),
+        "127.0.0.1".into(),
+        "::1".into(),
+        "[::1]".into(),
+        addr.ip().to_string(),
+        addr.to_string(),
+    ];
+    if let Some(h) = host_of(&public_url) {
+        hosts.push(h);
+    }
+    hosts.extend(opts.allowed_hosts.iter().cloned());
+    let cancel = CancellationToken::new();
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(hosts)
+        .with_allowed_origins(opts.allowed_origins.clone())
+        .enforce_origin_validation()
+        .with_cancellation_token(cancel.child_token())
+        .with_max_request_body_bytes(opts.max_body_bytes);
+    let mcp = StreamableHttpService::new(
+        move || Ok(factory()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let front = Front {
+        auth: opts.auth.clone(),
+        metadata_url: format!("{base}{METADATA_PATH}"),
+        metadata: opts
+            .auth
+            .oauth
+            .as_ref()
+            .map(|o| Arc::new(o.protected_resource_metadata())),
+    };
+    let app = Router::new()
+        .route_service(ENDPOINT, mcp)
+        .layer(axum::middleware::from_fn_with_state(
+            front.clone(),
+            authenticate,
+        ))
+        .route(METADATA_PATH, get(metadata))
+        .route(METADATA_ROOT, get(metadata))
+        .route("/healthz", get(|| async { "ok\n" }))
+        .with_state(front);
+    let grace = opts.grace;
+    let cancel_all = cancel.clone();
+    let stop = async move {
+        shutdown.await;
+        tracing::info!(
+            "shutting down: no new connections; calls in flight have {} s to finish",
+            grace.as_secs_f64()
+        );
+        tokio::spawn(async move {
+            tokio::time::sleep(grace).await;
+            cancel_all.cancel();
+        });
+    };
+    let served = toolrag_http::serve_router(listener, app, opts.limits, stop).await;
+    cancel.cancel();
+    served
+}
+
+/// The principal of an MCP request: what the HTTP front end authenticated,
+/// or `local` over stdio. A request that came over HTTP without one (which
+/// the front end never lets through) is nobody: a principal no policy names.
+pub fn principal_of(ctx: &RequestContext<RoleServer>) -> Principal {
+    match ctx.extensions.get::<http::request::Parts>() {
+        None => Principal::local(),
+        Some(parts) => parts
+            .extensions
+            .get::<Principal>()
+            .cloned()
+            .unwrap_or_else(|| Principal::token("\u{0}nobody")),
+    }
+}
+
+async fn metadata(State(front): State<Front>) -> Response {
+    match &front.metadata {
+        Some(m) => Json(m.as_ref().clone()).into_response(),
+        None => (
+            StatusCode::NOT_FOUND,
+            "this server does not use OAuth: it has no protected resource metadata\n",
+        )
+            .into_response(),
+    }
+}
+
+async fn authenticate(State(front): State<Front>, mut req: Request, next: Next) -> Response {
+    if !front.auth.is_configured() {
+        req.extensions_mut().insert(Principal::local());
+        return next.run(req).await;
+    }
+    let given = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    match front.auth.authenticate(given).await {
+        Ok(p) => {
+            tracing::debug!(principal = %p.name, "authenticated");
+            req.extensions_mut().insert(p);
+            next.run(req).await
+        }
+        Err(e) => {
+            tracing::info!("refused a request: {e}");
+            challenge(&front, &e)
+        }
+    }
+}
+
+/// The answer to a request that is not authenticated: `401` (or `403` for
+/// a missing scope, `503` when the issuer cannot be reached) with a
+/// `WWW-Authenticate: Bearer` challenge that points at the metadata.
+fn challenge(front: &Front, e: &AuthError) -> Response {
+    let status = match e {
+        AuthError::InsufficientScope(_) => StatusCode::FORBIDDEN,
+        AuthError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+        _ => StatusCode::UNAUTHORIZED,
+    };
+    let mut params = Vec::new();
+    if front.metadata.is_some() {
+        params.push(format!("resource_metadata=\"{}\"", front.metadata_url));
+    } else {
+        params.push("realm=\"toolrag\"".to_string());
+    }
+    if let Some(code) = e.bearer_error() {
+        params.push(format!("error=\"{code}\""));
+    }
+    if let AuthError::InsufficientScope(scope) = e {
+        params.push(format!("scope=\"{scope}\""));
+    }
+    let value = format!("Bearer {}", params.join(", "));
+    let body = serde_json::json!({
+        "error": e.bearer_error().unwrap_or("unauthorized"),
+        "error_description": e.to_string(),
+    });
+    let mut res = (status, Json(body)).into_response();
+    if let Ok(v) = HeaderValue::from_str(&value) {
+        res.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+    }
+    res
+}
+
+/// `scheme://authority` of a URL.
+fn origin_of(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let authority = rest.split('/').next().unwrap_or(rest);
+            format!("{scheme}://{authority}")
+        }
+        None => url.trim_end_matches('/').to_string(),
+    }
+}
+
+/// The host (with its port) of a URL.
+fn host_of(url: &str) -> Option<String> {
+    let rest = url.split_once("://")?.1;
+    let authority = rest.split('/').next()?;
+    Some(authority.rsplit('@').next()?.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        assert_eq!(
+            origin_of("https://gw.example.com:8443/mcp"),
+            "https://gw.example.com:8443"
+        );
+        assert_eq!(
+            host_of("https://gw.example.com:8443/mcp").as_deref(),
+            Some("gw.example.com:8443")
+        );
+    }
+}

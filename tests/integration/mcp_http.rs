@@ -1,0 +1,81 @@
+//! The gateway as a team service: `toolrag mcp --upstream ... --http`, driven
+//! by the official Python MCP client (tests/mcp_http_client.py) on protocols
+//! 2026-07-28 and 2025-11-25, with static tokens, OAuth access tokens from a
+//! real authorization server (oidc-provider), per-principal policy, and
+//! approvals as sealed multi-round-trip states shared by two replicas.
+//! Needs `make mcp-client oauth-server`; uses the real model.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::common::{installed, root};
+
+fn python() -> PathBuf {
+    installed("target/mcp-venv/bin/python", "make mcp-client")
+}
+
+fn scenario(name: &str) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(python())
+        .current_dir(root())
+        .arg(root().join("tests/mcp_http_client.py"))
+        .arg(name)
+        .arg("--binary")
+        .arg(env!("CARGO_BIN_EXE_toolrag"))
+        .arg("--dir")
+        .arg(dir.path())
+        .output()
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let logs: String = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().extension().is_some_and(|x| x == "log"))
+        .map(|e| {
+            format!(
+                "--- {}\n{}",
+                e.path().display(),
+                std::fs::read_to_string(e.path()).unwrap_or_default()
+            )
+        })
+        .collect();
+    assert!(
+        out.status.success(),
+        "scenario {name} failed:\n{stdout}\n{}\n{logs}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.trim()).expect("one JSON line")
+}
+
+/// Static tokens: 401 without one; on 2026-07-28 a destructive call is
+/// approved through MRTR and runs once, and its state replayed, re-targeted
+/// or altered is refused; another principal never sees the first one's
+/// tools; 2025-11-25 approves by elicitation; the audit names principals.
+#[test]
+fn a_team_on_static_tokens() {
+    let s = scenario("team");
+    assert_eq!(
+        s["bob"]["handles"],
+        serde_json::json!(["tool://fixture/get_weather"])
+    );
+}
+
+/// Two replicas sharing the key file and the store of used states.
+#[test]
+fn replicas_share_approvals_and_refuse_replays() {
+    let s = scenario("replicas");
+    assert_eq!(s["keyMode"], "0o600");
+}
+
+/// An OAuth 2.1 resource server in front of a real authorization server.
+#[test]
+fn an_oauth_resource_server() {
+    installed("target/oauth-npm/.installed", "make oauth-server");
+    let s = scenario("oauth");
+    assert_eq!(
+        s["metadata"]["bearer_methods_supported"],
+        serde_json::json!(["header"])
+    );
+}
