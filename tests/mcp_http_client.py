@@ -77,8 +77,10 @@ class Gateway:
             binary, "mcp", "--upstream", str(dir / "upstream.json"), "--index", str(dir / f"{name}-index"),
             "--config", str(dir / f"{name}.toml"), "--http", f"127.0.0.1:{port}", *extra,
         ]  # fmt: skip
-        env = dict(os.environ, RUST_LOG="info")
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True)
+        env = dict(os.environ, TOOLRAG_LOG="info")
+        self.proc = subprocess.Popen(
+            args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True, cwd=ROOT
+        )
         self.url = self._wait_ready()
 
     def _wait_ready(self) -> str:
@@ -91,6 +93,7 @@ class Gateway:
                 raise AssertionError("the gateway exited:\n" + "".join(lines))
             lines.append(line)
             self.log.write(line)
+            self.log.flush()
             m = re.search(r"MCP over streamable HTTP on (http://\S+/mcp)", line)
             if m:
                 # Keep draining its log so that it never blocks on a full pipe.
@@ -317,7 +320,7 @@ async def team(opts: argparse.Namespace) -> dict[str, Any]:
     decisions = [(r["principal"], r["decision"], r["decidedBy"]) for r in records if r["tool"] == "fixture/delete_note"]
     check(("alice", "asked", "gateway") in decisions, f"asked: {decisions}")
     refusals = [r for r in records if r["decidedBy"] == "gateway: approval state"]
-    check(len(refusals) == 2, f"the replay and the altered state are audited: {refusals}")
+    check(len(refusals) == 3, f"the replayed, re-targeted and altered states are audited: {refusals}")
     check(any("already used" in r.get("reason", "") for r in refusals), "the replay's audit line")
     check(any(r.get("upstream") == "ok" for r in records), "upstream status in the audit")
     out["audit"] = len(records)

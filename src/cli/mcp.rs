@@ -192,8 +192,8 @@ where
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
     let bound = listener.local_addr()?;
-    tracing::info!(
-        "MCP over streamable HTTP on http://{bound}{} ({})",
+    eprintln!(
+        "toolrag: MCP over streamable HTTP on http://{bound}{} ({})",
         toolrag::mcp::streamable_http::ENDPOINT,
         match (&opts.auth.tokens, &opts.auth.oauth) {
             (Some(_), Some(_)) => "static tokens and OAuth",

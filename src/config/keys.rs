@@ -14,7 +14,12 @@ pub(super) const GATEWAY_KEYS: &[&str] = &[
     "call-timeout-seconds",
     "lock-file",
     "audit-log",
+    "key-file",
+    "approvals-db",
+    "approval-ttl-seconds",
+    "policy",
 ];
+pub(super) const POLICY_KEYS: &[&str] = &["principals", "tools", "allow"];
 pub(super) const MODEL_KEYS: &[&str] =
     &["name", "dir", "pooling", "query-prefix", "document-prefix"];
 pub(super) const SEARCH_KEYS: &[&str] = &[
@@ -191,6 +196,13 @@ pub(super) fn check_keys(top: &toml::Table) -> std::result::Result<(), ConfigErr
     }
     if let Some(toml::Value::Table(gateway)) = top.get("gateway") {
         known(gateway, "gateway", GATEWAY_KEYS)?;
+        if let Some(toml::Value::Array(rules)) = gateway.get("policy") {
+            for (i, entry) in rules.iter().enumerate() {
+                if let toml::Value::Table(t) = entry {
+                    known(t, &format!("gateway.policy[{i}]"), POLICY_KEYS)?;
+                }
+            }
+        }
     }
     if let Some(toml::Value::Table(lint)) = top.get("lint") {
         if let Some(toml::Value::Table(t)) = lint.get("thresholds") {

@@ -36,6 +36,14 @@
 //! call-timeout-seconds = 120.0
 //! lock-file = "index.lock.json"        # default: beside the index folder
 //! audit-log = "index.audit.jsonl"      # default: beside the index folder
+//! key-file = "index.key"               # seals approvals; created 0600; share it with replicas
+//! approvals-db = "index.approvals.sqlite" # used approvals; share it with replicas
+//! approval-ttl-seconds = 600.0
+//!
+//! [[gateway.policy]]                   # who may see and call what (none: everyone, everything)
+//! principals = ["bob", "group:support"] # token names, subjects, client ids, group:<claim value>
+//! tools = ["shop/list_orders", "time"] # globs over <server>/<tool>; a bare server: all its tools
+//! allow = []                           # of those, the ones these principals run without asking
 //! ```
 //!
 //! The file is refused, with an [`Error::Config`] naming the file, the key
@@ -128,6 +136,8 @@ impl Config {
                 &mut config.model.dir,
                 &mut config.gateway.lock_file,
                 &mut config.gateway.audit_log,
+                &mut config.gateway.key_file,
+                &mut config.gateway.approvals_db,
             ]
             .into_iter()
             .flatten()

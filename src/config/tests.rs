@@ -245,6 +245,8 @@ fn the_gateway_table_is_read_and_checked() {
     let mut full = GatewayConfig::default();
     full.lock_file = Some("a".into());
     full.audit_log = Some("b".into());
+    full.key_file = Some("c".into());
+    full.approvals_db = Some("d".into());
     assert_eq!(keys(serde_json::to_value(full).unwrap()), want);
 }
 

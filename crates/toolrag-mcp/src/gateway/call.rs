@@ -156,6 +156,10 @@ impl Gateway {
         if let Err(e) = audit(record) {
             tracing::error!("cannot write the audit log: {e}");
         }
+        let mut result = result;
+        // An upstream on an older protocol sends no `resultType`; 2026-07-28
+        // requires it (rmcp strips it again for older clients).
+        result.result_type = Some(rmcp::model::ResultType::COMPLETE);
         result.into()
     }
 
