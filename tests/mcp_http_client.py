@@ -20,7 +20,11 @@ Scenarios (each prints one JSON summary line; a failed check raises):
   oauth     an OAuth resource server: 401 with resource_metadata, the metadata document,
             tokens from oidc-provider by client credentials, groups in the policy, a token
             for another audience refused
-Driven by tests/integration/mcp_http.rs; needs `make mcp-client oauth-server`.
+  typescript  the official TypeScript client (tests/mcp_http_client.mjs) on the version it
+            speaks, with a token: search, card, calls, an approval by elicitation
+  index     `toolrag mcp --index DIR --http` (the index's own server, no upstream) on both
+            protocol versions
+Driven by tests/integration/mcp_http.rs; needs `make mcp-client mcp-servers oauth-server`.
 """
 
 from __future__ import annotations
@@ -448,7 +452,67 @@ async def oauth(opts: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-SCENARIOS = {"team": team, "replicas": replicas, "oauth": oauth}
+async def typescript(opts: argparse.Namespace) -> dict[str, Any]:
+    dir = Path(opts.dir)
+    write_upstream(dir)
+    (dir / "tokens").write_text(f"alice:{TOKENS['alice']}\n")
+    gw = Gateway(opts.binary, dir, "gw", "", ["--auth-tokens", str(dir / "tokens")])
+    try:
+        run = await asyncio.create_subprocess_exec(
+            "node", str(ROOT / "tests" / "mcp_http_client.mjs"), gw.url, TOKENS["alice"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        out, err = await asyncio.wait_for(run.communicate(), timeout=300)
+        check(run.returncode == 0, f"the TypeScript client failed:\n{out.decode()}\n{err.decode()}")
+        summary: dict[str, Any] = json.loads(out.decode().strip().splitlines()[-1])
+    finally:
+        gw.stop()
+    check(summary["version"] == LEGACY, f"the TypeScript SDK negotiated {summary['version']}")
+    check(len(calls(dir, "delete_note")) == 1, "the approved call ran once")
+    principals = {r.get("principal") for r in audit(dir, "gw")}
+    check(principals == {"alice"}, f"audit principals: {principals}")
+    return summary
+
+
+async def index(opts: argparse.Namespace) -> dict[str, Any]:
+    dir = Path(opts.dir)
+    built = subprocess.run(
+        [opts.binary, "index", str(ROOT / "tools"), "--out", str(dir / "index")], cwd=ROOT, capture_output=True, text=True
+    )
+    check(built.returncode == 0, f"toolrag index: {built.stderr}")
+    env = dict(os.environ, TOOLRAG_LOG="info")
+    proc = subprocess.Popen(
+        [opts.binary, "mcp", "--index", str(dir / "index"), "--http", "127.0.0.1:0"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    url = None
+    for line in proc.stderr:
+        m = re.search(r"MCP over streamable HTTP on (http://\S+/mcp)", line)
+        if m:
+            url = m.group(1)
+            break
+    check(url, "toolrag mcp --http printed its address")
+    assert url is not None
+    out: dict[str, Any] = {"url": url}
+    try:
+        for mode in (MODERN, LEGACY):
+            async with connect(url, mode=mode, approve=None) as client:
+                tools = sorted(t.name for t in (await client.list_tools()).tools)
+                check(tools == ["get_tool", "search_tools"], f"tools: {tools}")
+                handles, _ = await search(client, "read the file /etc/hosts", k=3)
+                check(handles, "a search over the index finds tools")
+                card = await client.call_tool("get_tool", {"handle": handles[0]})
+                check(not card.is_error, f"card: {text_of(card)}")
+                out[mode] = handles
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    check(proc.returncode == 0, f"toolrag mcp --http exited {proc.returncode} on SIGTERM")
+    return out
+
+
+SCENARIOS = {"team": team, "replicas": replicas, "oauth": oauth, "typescript": typescript, "index": index}
 
 
 def main() -> None:

@@ -79,3 +79,23 @@ fn an_oauth_resource_server() {
         serde_json::json!(["header"])
     );
 }
+
+/// The official TypeScript client, on the version it speaks (2025-11-25).
+#[test]
+fn the_typescript_sdk_client() {
+    installed(
+        "target/mcp-npm/node_modules/@modelcontextprotocol/sdk/package.json",
+        "make mcp-servers",
+    );
+    let s = scenario("typescript");
+    assert_eq!(s["version"], "2025-11-25");
+    assert_eq!(s["asked"], 1);
+}
+
+/// `toolrag mcp --index DIR --http`: the index's own server over HTTP, on
+/// both protocol versions.
+#[test]
+fn the_index_server_over_http() {
+    let s = scenario("index");
+    assert_eq!(s["2026-07-28"], s["2025-11-25"]);
+}

@@ -160,7 +160,7 @@ impl ApprovalStates {
     /// check is recorded, and then it never passes again.
     pub(super) async fn redeem(&self, state: &str, b: &Binding) -> Result<(), StateRefusal> {
         let sealed: Sealed = self.codec.open_json(state).map_err(|e| match e {
-            RequestStateError::Expired { .. } => StateRefusal::Expired {
+            RequestStateError::Expired => StateRefusal::Expired {
                 ttl: self.ttl.as_secs(),
             },
             _ => StateRefusal::Tampered,
