@@ -205,6 +205,9 @@ def write_upstream(dir: Path) -> None:
 
 
 POLICY = """
+[gateway.tool-calls-per-minute]
+"fixture/lookup_order" = 2
+
 [[gateway.policy]]
 principals = ["alice", "group:shop"]
 tools = ["fixture/*"]
@@ -276,6 +279,14 @@ async def team(opts: argparse.Namespace) -> dict[str, Any]:
             check("tool://fixture/delete_note" in handles, f"alice's search: {handles}")
             w = await alice.call_tool("call_tool", {"handle": "fixture/get_weather", "arguments": {"city": "Oslo"}})
             check(not w.is_error, f"get_weather: {text_of(w)}")
+            # [gateway.tool-calls-per-minute]: two calls a minute of lookup_order each.
+            looked = []
+            for _ in range(3):
+                r = await alice.call_tool("call_tool", {"handle": "fixture/lookup_order", "arguments": {"order_id": "A1"}})
+                looked.append(r)
+            check(not looked[0].is_error and not looked[1].is_error, "two calls within the limit")
+            check(looked[2].is_error and "rate limit" in text_of(looked[2]), f"the third: {text_of(looked[2])}")
+            check(len(calls(dir, "lookup_order")) == 2, "the limited call did not reach the server")
             # The SDK drives the MRTR round itself: asks (approve) and retries once.
             r = await alice.call_tool("call_tool", {"handle": "fixture/delete_note", "arguments": {"title": "groceries"}})
             check(not r.is_error and "deleted note groceries" in text_of(r), f"approved call: {text_of(r)}")
@@ -327,6 +338,7 @@ async def team(opts: argparse.Namespace) -> dict[str, Any]:
     check(len(refusals) == 3, f"the replayed, re-targeted and altered states are audited: {refusals}")
     check(any("already used" in r.get("reason", "") for r in refusals), "the replay's audit line")
     check(any(r.get("upstream") == "ok" for r in records), "upstream status in the audit")
+    check(any(r["decidedBy"] == "rate limit" and r["decision"] == "denied" for r in records), "the limit is audited")
     out["audit"] = len(records)
     return out
 
@@ -482,7 +494,7 @@ async def index(opts: argparse.Namespace) -> dict[str, Any]:
     check(built.returncode == 0, f"toolrag index: {built.stderr}")
     env = dict(os.environ, TOOLRAG_LOG="info")
     proc = subprocess.Popen(
-        [opts.binary, "mcp", "--index", str(dir / "index"), "--http", "127.0.0.1:0"],
+        [opts.binary, "mcp", "--index", str(dir / "index"), "--http", "127.0.0.1:0", "--requests-per-minute", "60"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True, cwd=ROOT,
     )  # fmt: skip
     assert proc.stderr is not None
@@ -505,6 +517,18 @@ async def index(opts: argparse.Namespace) -> dict[str, Any]:
                 card = await client.call_tool("get_tool", {"handle": handles[0]})
                 check(not card.is_error, f"card: {text_of(card)}")
                 out[mode] = handles
+        # --requests-per-minute 60: a burst over the bucket gets 429 with Retry-After.
+        async with httpx2.AsyncClient() as http:
+            body = {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {}}
+            statuses = []
+            for _ in range(70):
+                r = await http.post(url, json=body, headers={"Accept": "application/json, text/event-stream"})
+                statuses.append(r.status_code)
+                if r.status_code == 429:
+                    check(int(r.headers["retry-after"]) >= 1, f"Retry-After: {r.headers}")
+                    break
+            check(statuses[-1] == 429, f"a burst over the limit: {statuses}")
+            out["limitedAfter"] = len(statuses)
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -130,6 +130,11 @@ struct HttpArgs {
     /// none.
     #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
     allow_origins: Vec<String>,
+    /// How many requests a minute each caller may send; over it, 429 with
+    /// Retry-After. Per-tool limits of the gateway are in
+    /// [gateway.tool-calls-per-minute].
+    #[arg(long, value_name = "N", requires = "http")]
+    requests_per_minute: Option<std::num::NonZeroU32>,
 }
 
 impl HttpArgs {
@@ -172,6 +177,7 @@ impl HttpArgs {
         opts.auth = Arc::new(auth);
         opts.public_url = self.public_url.clone();
         opts.allowed_origins = self.allow_origins.clone();
+        opts.requests_per_minute = self.requests_per_minute;
         Ok(opts)
     }
 }

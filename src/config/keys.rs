@@ -18,6 +18,7 @@ pub(super) const GATEWAY_KEYS: &[&str] = &[
     "approvals-db",
     "approval-ttl-seconds",
     "policy",
+    "tool-calls-per-minute",
 ];
 pub(super) const POLICY_KEYS: &[&str] = &["principals", "tools", "allow"];
 pub(super) const MODEL_KEYS: &[&str] =

@@ -12,11 +12,13 @@
 //! asking, and the front ends decide what that principal may do.
 #![warn(missing_docs)]
 
+mod authenticator;
 mod oauth;
 mod principal;
 mod tokens;
 
-pub use oauth::{bearer_token, looks_like_jwt, Authenticator, OAuthConfig, OAuthVerifier};
+pub use authenticator::{bearer_token, looks_like_jwt, Authenticator};
+pub use oauth::{OAuthConfig, OAuthVerifier};
 pub use principal::{AuthMethod, Principal};
 pub use tokens::StaticTokens;
 

@@ -24,10 +24,13 @@ use toolrag_engine::serve::{check_k, check_query, ApiError, LiveIndex};
 
 pub mod gateway;
 pub mod jsonrpc;
+pub mod limits;
+pub mod policy;
 pub mod settings;
 pub mod streamable_http;
 pub mod upstream;
 
+pub use policy::PolicyRule;
 pub use settings::{GatewayConfig, OutputGuard};
 
 /// The arguments of `search_tools`.

@@ -59,29 +59,12 @@ pub struct GatewayConfig {
     /// Who may see and call what (`[[gateway.policy]]`). None: every
     /// authenticated principal sees everything. Once there is one, a
     /// principal that no entry names sees nothing.
-    pub policy: Vec<PolicyRule>,
-}
-
-/// One `[[gateway.policy]]` entry: what some principals may see and call.
-///
-/// ```toml
-/// [[gateway.policy]]
-/// principals = ["bob", "group:support"]
-/// tools = ["shop/list_orders", "time/*"]
-/// ```
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-#[non_exhaustive]
-pub struct PolicyRule {
-    /// Whom it is about: token names, JWT subjects or client ids, or
-    /// `group:<value>` for a value of the group claim.
-    pub principals: Vec<String>,
-    /// Globs over `<server>/<tool>`: the tools they may see and call.
-    pub tools: Vec<String>,
-    /// Tools (`server/tool`, `server`, or globs) these principals may run
-    /// without asking a person, on top of `[gateway] allow`.
-    #[serde(default)]
-    pub allow: Vec<String>,
+    pub policy: Vec<crate::policy::PolicyRule>,
+    /// Rate limits of `call_tool` (`[gateway.tool-calls-per-minute]`): a
+    /// glob over `<server>/<tool>` (or a bare server) → how many calls a
+    /// minute each principal may make of each matching tool (a token
+    /// bucket that holds a minute's worth). Every matching entry applies.
+    pub tool_calls_per_minute: std::collections::BTreeMap<String, u32>,
 }
 
 impl Default for GatewayConfig {
@@ -97,6 +80,7 @@ impl Default for GatewayConfig {
             approvals_db: None,
             approval_ttl_seconds: 600.0,
             policy: Vec::new(),
+            tool_calls_per_minute: Default::default(),
         }
     }
 }
@@ -139,7 +123,8 @@ impl GatewayConfig {
                 ),
             ));
         }
-        crate::gateway::policy::Policy::compile(&self.policy)?;
+        crate::policy::Policy::compile(&self.policy)?;
+        crate::limits::ToolLimits::compile(&self.tool_calls_per_minute)?;
         Ok(())
     }
 

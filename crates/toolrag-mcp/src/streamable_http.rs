@@ -37,6 +37,7 @@ use rmcp::{RoleServer, ServerHandler};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::limits::Buckets;
 use toolrag_auth::{AuthError, Authenticator, Principal};
 
 /// The MCP endpoint's path.
@@ -75,6 +76,10 @@ pub struct HttpOptions {
     pub max_body_bytes: usize,
     /// Connection limits.
     pub limits: toolrag_http::ConnLimits,
+    /// How many requests a minute each principal may send (a token bucket
+    /// that holds a minute's worth); over it, `429` with `Retry-After`.
+    /// `None`: no limit.
+    pub requests_per_minute: Option<std::num::NonZeroU32>,
 }
 
 impl Default for HttpOptions {
@@ -87,6 +92,7 @@ impl Default for HttpOptions {
             grace: Duration::from_secs(10),
             max_body_bytes: 4 * 1024 * 1024,
             limits: toolrag_http::ConnLimits::default(),
+            requests_per_minute: None,
         }
     }
 }
@@ -96,6 +102,7 @@ struct Front {
     auth: Arc<Authenticator>,
     metadata_url: String,
     metadata: Option<Arc<serde_json::Value>>,
+    buckets: Option<Arc<Buckets>>,
 }
 
 /// Serves MCP on `listener` at [`ENDPOINT`], one handler from `factory` per
@@ -148,6 +155,9 @@ where
             .oauth
             .as_ref()
             .map(|o| Arc::new(o.protected_resource_metadata())),
+        buckets: opts
+            .requests_per_minute
+            .map(|n| Arc::new(Buckets::per_minute(n))),
     };
     let app = Router::new()
         .route_service(ENDPOINT, mcp)
@@ -203,25 +213,46 @@ async fn metadata(State(front): State<Front>) -> Response {
 }
 
 async fn authenticate(State(front): State<Front>, mut req: Request, next: Next) -> Response {
-    if !front.auth.is_configured() {
-        req.extensions_mut().insert(Principal::local());
-        return next.run(req).await;
-    }
-    let given = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok());
-    match front.auth.authenticate(given).await {
-        Ok(p) => {
-            tracing::debug!(principal = %p.name, "authenticated");
-            req.extensions_mut().insert(p);
-            next.run(req).await
+    let principal = if front.auth.is_configured() {
+        let given = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        match front.auth.authenticate(given).await {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::info!("refused a request: {e}");
+                return challenge(&front, &e);
+            }
         }
-        Err(e) => {
-            tracing::info!("refused a request: {e}");
-            challenge(&front, &e)
+    } else {
+        Principal::local()
+    };
+    if let Some(buckets) = &front.buckets {
+        let key = format!("{:?}:{}", principal.method, principal.name);
+        if let Err(wait) = buckets.take(&key) {
+            return too_many(&principal, buckets.limit(), wait);
         }
     }
+    tracing::debug!(principal = %principal.name, "authenticated");
+    req.extensions_mut().insert(principal);
+    next.run(req).await
+}
+
+/// `429 Too Many Requests` with `Retry-After` (whole seconds, rounded up).
+fn too_many(p: &Principal, limit: u32, wait: Duration) -> Response {
+    let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
+    tracing::info!(principal = %p.name, "rate limited for {secs} s");
+    let body = serde_json::json!({
+        "error": "rate_limited",
+        "error_description": format!(
+            "at most {limit} requests a minute per caller; try again in {secs} s"
+        ),
+    });
+    let mut res = (StatusCode::TOO_MANY_REQUESTS, Json(body)).into_response();
+    res.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    res
 }
 
 /// The answer to a request that is not authenticated: `401` (or `403` for

@@ -57,6 +57,12 @@ impl Gateway {
             }
             tool_error(message).into()
         };
+        if let Err((message, _)) = self
+            .limits
+            .take(&super::states::principal_key(&caller.principal), &id)
+        {
+            return refuse(Decision::Denied, DecidedBy::RateLimit, message);
+        }
         if !entry.quarantine.is_empty() {
             let message = quarantine_message(&id, &entry.quarantine, self.lock_hint(&id));
             return refuse(Decision::Refused, DecidedBy::Quarantine, message);

@@ -44,7 +44,6 @@ mod call;
 mod catalog;
 pub mod guard;
 pub mod pins;
-pub mod policy;
 mod server;
 mod states;
 mod sync;
@@ -68,10 +67,11 @@ use tokio::sync::mpsc;
 use self::audit::AuditLog;
 use self::catalog::Catalog;
 use self::pins::PinLock;
-use self::policy::Policy;
 use self::states::ApprovalStates;
 use self::upstreams::Upstream;
 use super::upstream::{self, McpConfig};
+use crate::limits;
+use crate::policy::Policy;
 use crate::settings::GatewayConfig;
 use toolrag_auth::Principal;
 use toolrag_core::error::Location;
@@ -254,6 +254,7 @@ pub struct Gateway {
     changes: mpsc::UnboundedSender<String>,
     sync_lock: tokio::sync::Mutex<()>,
     policy: Policy,
+    limits: limits::ToolLimits,
     states: OnceLock<ApprovalStates>,
     visible: std::sync::Mutex<VisibleCache>,
 }
@@ -320,6 +321,7 @@ impl Gateway {
         let pins = PinLock::open(&opts.lock_file)?;
         let audit = AuditLog::open(&opts.audit_log)?;
         let policy = Policy::compile(&opts.settings.policy)?;
+        let limits = limits::ToolLimits::compile(&opts.settings.tool_calls_per_minute)?;
         let upstreams = config
             .servers
             .iter()
@@ -336,6 +338,7 @@ impl Gateway {
             changes: tx,
             sync_lock: tokio::sync::Mutex::new(()),
             policy,
+            limits,
             states: OnceLock::new(),
             visible: std::sync::Mutex::new(VisibleCache::default()),
         });

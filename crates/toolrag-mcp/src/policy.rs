@@ -8,10 +8,31 @@
 
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 
-use crate::settings::PolicyRule;
 use toolrag_auth::Principal;
 use toolrag_core::error::Result;
 use toolrag_core::settings::invalid;
+
+/// One `[[gateway.policy]]` entry: what some principals may see and call.
+///
+/// ```toml
+/// [[gateway.policy]]
+/// principals = ["bob", "group:support"]
+/// tools = ["shop/list_orders", "time/*"]
+/// ```
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+#[non_exhaustive]
+pub struct PolicyRule {
+    /// Whom it is about: token names, JWT subjects or client ids, or
+    /// `group:<value>` for a value of the group claim.
+    pub principals: Vec<String>,
+    /// Globs over `<server>/<tool>`: the tools they may see and call.
+    pub tools: Vec<String>,
+    /// Tools (`server/tool`, `server`, or globs) these principals may run
+    /// without asking a person, on top of `[gateway] allow`.
+    #[serde(default)]
+    pub allow: Vec<String>,
+}
 
 /// The compiled `[[gateway.policy]]` entries.
 #[derive(Debug, Clone, Default)]
