@@ -198,6 +198,20 @@ async def mrtr_retry(
     return r
 
 
+async def approved_once(asker: Client, finisher: Client, replayer: Client, dir: Path, args: dict[str, Any], before: int) -> None:
+    """A destructive call approved through an MRTR round runs once; its state used again is refused."""
+    first = await mrtr_first(asker, "fixture/delete_note", args)
+    check(len(calls(dir, "delete_note")) == before, "asking runs nothing")
+    state = first.request_state
+    assert state is not None
+    done = await mrtr_retry(finisher, "fixture/delete_note", args, state)
+    check(not done.is_error, f"the retry: {text_of(done)}")
+    check(len(calls(dir, "delete_note")) == before + 1, "the retry ran the call")
+    replay = await mrtr_retry(replayer, "fixture/delete_note", args, state)
+    check(replay.is_error and "already used" in text_of(replay), f"the replay: {text_of(replay)}")
+    check(len(calls(dir, "delete_note")) == before + 1, "a replay runs nothing")
+
+
 def write_upstream(dir: Path) -> None:
     (dir / "state.json").write_text("{}")
     config = {"mcpServers": {"fixture": {"command": sys.executable, "args": [str(FIXTURE), "--state", str(dir / "state.json")]}}}
@@ -293,16 +307,7 @@ async def team(opts: argparse.Namespace) -> dict[str, Any]:
             check(len(calls(dir, "delete_note")) == 1, "the approved call ran once")
             # By hand: the state of an approved call, used again.
             args = {"title": "receipts"}
-            first = await mrtr_first(alice, "fixture/delete_note", args)
-            check(len(calls(dir, "delete_note")) == 1, "asking runs nothing")
-            state = first.request_state
-            assert state is not None
-            done = await mrtr_retry(alice, "fixture/delete_note", args, state)
-            check(not done.is_error, f"retry: {text_of(done)}")
-            check(len(calls(dir, "delete_note")) == 2, "the retry ran the call")
-            replay = await mrtr_retry(alice, "fixture/delete_note", args, state)
-            check(replay.is_error and "already used" in text_of(replay), f"replay: {text_of(replay)}")
-            check(len(calls(dir, "delete_note")) == 2, "a replay runs nothing")
+            await approved_once(alice, alice, alice, dir, args, before=1)
             # Another state, retried with other arguments, then altered.
             second = await mrtr_first(alice, "fixture/delete_note", {"title": "taxes"})
             s2 = second.request_state
@@ -353,15 +358,8 @@ async def replicas(opts: argparse.Namespace) -> dict[str, Any]:
     try:
         args = {"title": "shared"}
         async with connect(a.url, TOKENS["alice"]) as on_a, connect(b.url, TOKENS["alice"]) as on_b:
-            first = await mrtr_first(on_a, "fixture/delete_note", args)
-            state = first.request_state
-            assert state is not None
-            done = await mrtr_retry(on_b, "fixture/delete_note", args, state)
-            check(not done.is_error, f"finished on the other replica: {text_of(done)}")
-            check(len(calls(dir, "delete_note")) == 1, "ran once")
-            replay = await mrtr_retry(on_a, "fixture/delete_note", args, state)
-            check(replay.is_error and "already used" in text_of(replay), f"replay on the first: {text_of(replay)}")
-            check(len(calls(dir, "delete_note")) == 1, "the replay ran nothing")
+            # Asked on a, finished on b, replayed on a.
+            await approved_once(on_a, on_b, on_a, dir, args, before=0)
     finally:
         a.stop()
         b.stop()
