@@ -140,6 +140,9 @@ where
         .with_allowed_hosts(hosts)
         .with_allowed_origins(opts.allowed_origins.clone())
         .enforce_origin_validation()
+        // A plain JSON answer when the handler sends nothing before it (the
+        // common case); rmcp falls back to SSE when it does (an elicitation).
+        .with_json_response(true)
         .with_cancellation_token(cancel.child_token())
         .with_max_request_body_bytes(opts.max_body_bytes);
     let mcp = StreamableHttpService::new(
