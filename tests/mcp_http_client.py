@@ -10,7 +10,9 @@ requestState. Upstream is the fixture server of tests/mcp_gateway_fixture.py, wh
 file tells how often a tool really ran.
 
 Scenarios (each prints one JSON summary line; a failed check raises):
-  team      static tokens: 401 without a token; alice on 2026-07-28 searches, calls, gets a
+  team      static tokens: 401 without a token; 1,000 hostile requests (bad JSON, 5 MB bodies,
+            a wrong protocol version, Origin or Host, alg-none and Basic credentials, wrong
+            media types, non-requests) each get a 4xx and it serves on; alice on 2026-07-28 searches, calls, gets a
             destructive call approved through MRTR once; the state replayed, with other
             arguments, or altered, is refused; bob never sees alice's tools; 2025-11-25
             approves by elicitation as before; the audit log names each principal
@@ -232,6 +234,42 @@ tools = ["fixture/get_weather"]
 """
 
 
+async def hostile(url: str, token: str, n: int = 1000) -> dict[str, int]:
+    """n requests that are wrong in the ways a hostile or broken client is: each gets a 4xx
+    (never a 5xx, never a hang), and the server serves on. Returns the count per status."""
+    good = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {}}
+    kinds: list[tuple[dict[str, str], bytes]] = [
+        ({**good, "Content-Type": "application/json"}, b"{not json"),
+        ({**good, "Content-Type": "application/json"}, b"x" * (5 * 1024 * 1024)),
+        ({**good, "Content-Type": "application/json", "MCP-Protocol-Version": "1999-01-01"}, json.dumps(ping).encode()),
+        ({**good, "Content-Type": "application/json", "Origin": "http://evil.example"}, json.dumps(ping).encode()),
+        ({**good, "Content-Type": "application/json", "Host": "evil.example"}, json.dumps(ping).encode()),
+        ({"Authorization": "Bearer eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.", "Content-Type": "application/json"}, b"{}"),
+        ({"Authorization": "Basic YWxpY2U6eA==", "Content-Type": "application/json"}, b"{}"),
+        ({**good, "Content-Type": "text/plain"}, b"hello"),
+        ({**good, "Content-Type": "application/json"}, b"[]"),
+        ({**good, "Content-Type": "application/json"}, json.dumps({"jsonrpc": "2.0", "id": 1}).encode()),
+    ]
+    statuses: dict[int, int] = {}
+    async with httpx2.AsyncClient(timeout=httpx2.Timeout(30.0)) as http:
+        for i in range(n):
+            headers, body = kinds[i % len(kinds)]
+            if len(body) > 1024 * 1024 and i % 50 != 1:
+                headers, body = kinds[0]  # a few oversized bodies, not 100 of 5 MB
+            try:
+                r = await http.post(url, content=body, headers=headers)
+                code = r.status_code
+            except httpx2.TransportError:
+                # An oversized body may be answered 413 and the connection closed while
+                # the client is still sending it: the client sees the close.
+                check(len(body) > 1024 * 1024, f"a hostile request of {len(body)} bytes broke the connection")
+                code = 413
+            statuses[code] = statuses.get(code, 0) + 1
+    check(all(400 <= code < 500 for code in statuses), f"hostile requests got {statuses}")
+    return {str(k): v for k, v in sorted(statuses.items())}
+
+
 async def bob_sees_only_his(client: Client) -> dict[str, Any]:
     handles, raw = await search(client, "delete the note called groceries")
     check(all(h == "tool://fixture/get_weather" for h in handles), f"bob saw {handles}")
@@ -288,6 +326,7 @@ async def team(opts: argparse.Namespace) -> dict[str, Any]:
             )
             check(r.status_code == 403, f"a foreign Origin: {r.status_code}")
 
+        out["hostile"] = await hostile(gw.url, TOKENS["alice"])
         async with connect(gw.url, TOKENS["alice"]) as alice:
             handles, _ = await search(alice, "delete the note called groceries")
             check("tool://fixture/delete_note" in handles, f"alice's search: {handles}")
