@@ -255,7 +255,7 @@ fn too_many(p: &Principal, limit: u32, wait: Duration) -> Response {
     let mut res = (StatusCode::TOO_MANY_REQUESTS, Json(body)).into_response();
     res.headers_mut()
         .insert(header::RETRY_AFTER, HeaderValue::from(secs));
-    res
+    close_after(res)
 }
 
 /// The answer to a request that is not authenticated: `401` (or `403` for
@@ -288,6 +288,16 @@ fn challenge(front: &Front, e: &AuthError) -> Response {
     if let Ok(v) = HeaderValue::from_str(&value) {
         res.headers_mut().insert(header::WWW_AUTHENTICATE, v);
     }
+    close_after(res)
+}
+
+/// The response with `Connection: close`: it is sent before the request's
+/// body is read, so the connection cannot carry another request, and a
+/// client that pools connections must be told rather than find out on its
+/// next request.
+fn close_after(mut res: Response) -> Response {
+    res.headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
     res
 }
 
