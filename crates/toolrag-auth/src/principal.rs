@@ -62,6 +62,18 @@ impl Principal {
         }
     }
 
+    /// The principal's identity as a key (approval states, rate limits):
+    /// how it authenticated and its name, so that a token named like an
+    /// OAuth subject is not the same principal.
+    pub fn key(&self) -> String {
+        let method = match self.method {
+            AuthMethod::Local => "local",
+            AuthMethod::Token => "token",
+            AuthMethod::Oauth => "oauth",
+        };
+        format!("{method}:{}", self.name)
+    }
+
     /// Whether a policy's `selector` names this principal: `group:<value>`
     /// matches a group claim value; anything else matches the name, the
     /// subject or the client id exactly.

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::num::NonZeroU32;
 use std::time::Duration;
 
-use globset::{GlobBuilder, GlobMatcher};
+use globset::GlobMatcher;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
@@ -74,16 +74,7 @@ impl ToolLimits {
                     format!("`{key}.\"{pattern}\"` must be at least 1 call a minute, not 0"),
                 ));
             };
-            let glob = if pattern.contains('/') || pattern.contains('*') {
-                pattern.clone()
-            } else {
-                format!("{pattern}/*")
-            };
-            let matcher = GlobBuilder::new(&glob)
-                .literal_separator(true)
-                .build()
-                .map_err(|e| invalid(key, format!("`{key}`: `{pattern}` is not a glob: {e}")))?
-                .compile_matcher();
+            let matcher = crate::policy::tool_glob(key, pattern)?.compile_matcher();
             entries.push((pattern.clone(), matcher, Buckets::per_minute(n)));
         }
         Ok(ToolLimits { entries })

@@ -114,23 +114,29 @@ impl Policy {
     }
 }
 
-/// A glob set over tool ids; a bare server name `s` means `s/*`.
+/// A glob set over tool ids, each pattern as [`tool_glob`] reads it.
 fn globs(key: &str, patterns: &[String]) -> Result<GlobSet> {
     let mut b = GlobSetBuilder::new();
     for p in patterns {
-        let p = p.trim();
-        let pattern = if p.contains('/') || p.contains('*') {
-            p.to_string()
-        } else {
-            format!("{p}/*")
-        };
-        let glob: Glob = GlobBuilder::new(&pattern)
-            .literal_separator(true)
-            .build()
-            .map_err(|e| invalid(key, format!("`{key}`: `{p}` is not a glob: {e}")))?;
-        b.add(glob);
+        b.add(tool_glob(key, p)?);
     }
     b.build().map_err(|e| invalid(key, format!("`{key}`: {e}")))
+}
+
+/// A glob over tool ids (`<server>/<tool>`) as the gateway's tables write
+/// it: a bare server name `s` means `s/*`, and `*` does not cross `/`. An
+/// error names the setting `key`.
+pub(crate) fn tool_glob(key: &str, pattern: &str) -> Result<Glob> {
+    let p = pattern.trim();
+    let full = if p.contains('/') || p.contains('*') {
+        p.to_string()
+    } else {
+        format!("{p}/*")
+    };
+    GlobBuilder::new(&full)
+        .literal_separator(true)
+        .build()
+        .map_err(|e| invalid(key, format!("`{key}`: `{p}` is not a glob: {e}")))
 }
 
 #[cfg(test)]

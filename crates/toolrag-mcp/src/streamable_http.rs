@@ -232,8 +232,7 @@ async fn authenticate(State(front): State<Front>, mut req: Request, next: Next) 
         Principal::local()
     };
     if let Some(buckets) = &front.buckets {
-        let key = format!("{:?}:{}", principal.method, principal.name);
-        if let Err(wait) = buckets.take(&key) {
+        if let Err(wait) = buckets.take(&principal.key()) {
             return too_many(&principal, buckets.limit(), wait);
         }
     }

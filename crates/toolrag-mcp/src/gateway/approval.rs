@@ -19,7 +19,7 @@ use rmcp::model::{
 use serde_json::Value;
 
 use super::audit::{DecidedBy, Decision};
-use super::states::{principal_key, Binding};
+use super::states::Binding;
 use super::{Caller, Gateway, MrtrRound};
 use toolrag_core::registry::ToolDef;
 
@@ -39,7 +39,7 @@ pub(super) enum Rule {
 }
 
 impl Gateway {
-    /// Whether `tool` (whose definition hashes to `definition`) may run
+    /// Whether `tool` (listed upstream as `raw`) may run
     /// with `args` for `caller`: without asking when its annotations need
     /// no approval or an allow-list names it, otherwise as the person
     /// answers.
@@ -47,7 +47,7 @@ impl Gateway {
         &self,
         caller: &Caller,
         tool: &ToolDef,
-        definition: &str,
+        raw: &Value,
         args: &Value,
     ) -> Rule {
         let reasons = toolrag_gate::approval_reasons(tool);
@@ -69,10 +69,7 @@ impl Gateway {
             return Rule::Decided(no_elicitation(tool, &why));
         }
         match &caller.mrtr {
-            Some(round) => {
-                self.ask_mrtr(caller, round, tool, definition, args, &why)
-                    .await
-            }
+            Some(round) => self.ask_mrtr(caller, round, tool, raw, args, &why).await,
             None => Rule::Decided(self.ask(caller, tool, args, &why).await),
         }
     }
@@ -84,7 +81,7 @@ impl Gateway {
         caller: &Caller,
         round: &MrtrRound,
         tool: &ToolDef,
-        definition: &str,
+        raw: &Value,
         args: &Value,
         why: &str,
     ) -> Rule {
@@ -102,9 +99,11 @@ impl Gateway {
             }
         };
         let binding = Binding {
-            principal: principal_key(&caller.principal),
+            principal: caller.principal.key(),
             tool: tool.id.clone(),
-            definition: definition.to_string(),
+            // The hash the lock file pins (the tool is callable, so its
+            // listing matches its pin).
+            definition: super::pins::hash(&super::pins::pinned_definition(raw)),
             arguments: super::pins::hash(args),
         };
         let Some(state) = &round.request_state else {

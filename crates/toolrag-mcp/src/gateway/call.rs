@@ -57,10 +57,7 @@ impl Gateway {
             }
             tool_error(message).into()
         };
-        if let Err((message, _)) = self
-            .limits
-            .take(&super::states::principal_key(&caller.principal), &id)
-        {
+        if let Err((message, _)) = self.limits.take(&caller.principal.key(), &id) {
             return refuse(Decision::Denied, DecidedBy::RateLimit, message);
         }
         if !entry.quarantine.is_empty() {
@@ -83,12 +80,11 @@ impl Gateway {
         }
 
         // Approval.
-        let definition = super::pins::hash(&entry.raw);
         let Ruling {
             decision,
             by,
             reason,
-        } = match self.rule(caller, &entry.def, &definition, &args).await {
+        } = match self.rule(caller, &entry.def, &entry.raw, &args).await {
             Rule::Decided(r) => r,
             Rule::Ask(question) => {
                 let record = AuditRecord::new(&id, &args, Decision::Asked, DecidedBy::Gateway)

@@ -191,16 +191,6 @@ impl ApprovalStates {
     }
 }
 
-/// The principal as a state binds it: its name and how it authenticated,
-/// so that a token named like an OAuth subject is not the same principal.
-pub(super) fn principal_key(p: &toolrag_auth::Principal) -> String {
-    let method = serde_json::to_value(p.method)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default();
-    format!("{method}:{}", p.name)
-}
-
 fn now_secs() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
