@@ -101,6 +101,7 @@ extern crate self as toolrag;
 
 mod cli;
 mod run;
+mod telemetry;
 
 pub use run::run_cli;
 

@@ -25,11 +25,15 @@ where
 {
     let status = match crate::cli::parse_from(args) {
         Ok(cli) => {
-            init_tracing(cli.verbose);
-            match crate::cli::run(cli) {
+            let telemetry = init_tracing(cli.verbose);
+            let status = match crate::cli::run(cli) {
                 Ok(code) => exit_status(code),
                 Err(err) => report(&err),
+            };
+            if let Some(t) = telemetry {
+                t.shutdown();
             }
+            status
         }
         Err(status) => status,
     };
@@ -64,9 +68,14 @@ fn report(err: &anyhow::Error) -> u8 {
 }
 
 /// Logging on stderr, set up once per process (a second call, or a host
-/// that set its own subscriber, keeps the first).
-fn init_tracing(verbose: u8) {
-    use tracing_subscriber::EnvFilter;
+/// that set its own subscriber, keeps the first), and traces over OTLP when
+/// the environment asks for them ([`crate::telemetry`]): the exporter is
+/// returned, to be shut down when the command ends.
+fn init_tracing(verbose: u8) -> Option<crate::telemetry::Telemetry> {
+    use tracing_subscriber::filter::{EnvFilter, Targets};
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::Layer;
     let default = match verbose {
         0 => "warn",
         1 => "info",
@@ -74,13 +83,41 @@ fn init_tracing(verbose: u8) {
         _ => "trace",
     };
     let filter = EnvFilter::try_from_env("TOOLRAG_LOG").unwrap_or_else(|_| EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let log = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         // No colour codes in a log file or a pipe (an MCP client's log view).
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
-        .try_init();
+        .with_filter(filter);
+    let (telemetry, traces, failure) = match crate::telemetry::Telemetry::from_env() {
+        Ok(Some((t, layer))) => (
+            Some(t),
+            // The spans of the MCP servers, whatever the log level.
+            Some(
+                layer.with_filter(Targets::new().with_target("toolrag_mcp", tracing::Level::INFO)),
+            ),
+            None,
+        ),
+        Ok(None) => (None, None, None),
+        Err(e) => (None, None, Some(e)),
+    };
+    let installed = tracing_subscriber::registry()
+        .with(log)
+        .with(traces)
+        .try_init()
+        .is_ok();
+    if let Some(e) = failure {
+        tracing::warn!("{e}");
+    }
+    if installed {
+        telemetry
+    } else {
+        // A subscriber was there already: nothing would feed this exporter.
+        if let Some(t) = telemetry {
+            t.shutdown();
+        }
+        None
+    }
 }
 
 #[cfg(test)]

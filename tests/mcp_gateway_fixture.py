@@ -18,7 +18,7 @@ Tools:
                 notifications/tools/list_changed
   filler_NNNN   with --tools N: N more read-only tools (for the 1,000-tool benchmark)
 
-Every call is appended to <state>.calls (one JSON line: tool, arguments), so a test can
+Every call is appended to <state>.calls (one JSON line: tool, arguments, the request's _meta), so a test can
 tell whether a call reached the server. The server declares tools.listChanged.
 Driven by tests/integration/mcp_gateway.rs and scripts/bench-gateway.
 """
@@ -148,7 +148,8 @@ def make_server(state_path: Path, fillers: int) -> Server:
     async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         args = params.arguments or {}
         with calls_path.open("a") as f:
-            f.write(json.dumps({"tool": params.name, "arguments": args}) + "\n")
+            meta = params.model_dump(mode="json", by_alias=True).get("_meta") or {}
+            f.write(json.dumps({"tool": params.name, "arguments": args, "meta": meta}) + "\n")
         text = lambda t: types.TextContent(type="text", text=t)  # noqa: E731
         if params.name == "get_weather":
             forecast = {"city": args["city"], "forecast": "sunny, 21 C"}

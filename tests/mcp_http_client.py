@@ -26,6 +26,10 @@ Scenarios (each prints one JSON summary line; a failed check raises):
             speaks, with a token: search, card, calls, an approval by elicitation
   index     `toolrag mcp --index DIR --http` (the index's own server, no upstream) on both
             protocol versions
+  otel      traces over OTLP to a real receiver (tests/otlp_receiver.py, on opentelemetry-proto):
+            a span per tool call received, per search and per upstream call, children of the
+            client's `traceparent` (in `_meta`, or an HTTP header), and the context passed on
+            to the upstream in its call's `_meta`
 Driven by tests/integration/mcp_http.rs; needs `make mcp-client mcp-servers oauth-server`.
 """
 
@@ -75,7 +79,16 @@ def text_of(result: types.CallToolResult) -> str:
 class Gateway:
     """One `toolrag mcp --upstream ... --http` process."""
 
-    def __init__(self, binary: str, dir: Path, name: str, config: str, extra: list[str], port: int = 0):
+    def __init__(
+        self,
+        binary: str,
+        dir: Path,
+        name: str,
+        config: str,
+        extra: list[str],
+        port: int = 0,
+        env: dict[str, str] | None = None,
+    ):
         self.dir = dir
         self.log = open(dir / f"{name}.log", "w")
         (dir / f"{name}.toml").write_text(config)
@@ -83,9 +96,13 @@ class Gateway:
             binary, "mcp", "--upstream", str(dir / "upstream.json"), "--index", str(dir / f"{name}-index"),
             "--config", str(dir / f"{name}.toml"), "--http", f"127.0.0.1:{port}", *extra,
         ]  # fmt: skip
-        env = dict(os.environ, TOOLRAG_LOG="info")
         self.proc = subprocess.Popen(
-            args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True, cwd=ROOT
+            args,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=dict(os.environ, TOOLRAG_LOG="info", **(env or {})),
+            text=True,
+            cwd=ROOT,
         )
         self.url = self._wait_ready()
 
@@ -133,8 +150,10 @@ async def connect(
     mode: str = MODERN,
     approve: str | None = "approve",
     auth: httpx2.Auth | None = None,
+    extra_headers: dict[str, str] | None = None,
 ) -> AsyncIterator[Client]:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
+    headers.update(extra_headers or {})
     http = httpx2.AsyncClient(headers=headers, auth=auth, timeout=httpx2.Timeout(120.0))
     callback = None
     if approve is not None:
@@ -583,7 +602,71 @@ async def index(opts: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-SCENARIOS = {"team": team, "replicas": replicas, "oauth": oauth, "typescript": typescript, "index": index}
+async def otel(opts: argparse.Namespace) -> dict[str, Any]:
+    sys.path.insert(0, str(ROOT / "tests"))
+    from otlp_receiver import Receiver
+
+    dir = Path(opts.dir)
+    write_upstream(dir)
+    (dir / "tokens").write_text("".join(f"{n}:{t}\n" for n, t in TOKENS.items()))
+    trace, parent, header_trace = os.urandom(16).hex(), os.urandom(8).hex(), os.urandom(16).hex()
+    traceparent = f"00-{trace}-{parent}-01"
+    with Receiver() as rx:
+        env = {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": rx.endpoint,
+            "OTEL_BSP_SCHEDULE_DELAY": "100",
+            "OTEL_SERVICE_NAME": "toolrag-otel-test",
+        }
+        gw = Gateway(opts.binary, dir, "gw", POLICY, ["--auth-tokens", str(dir / "tokens")], env=env)
+        try:
+            async with connect(gw.url, TOKENS["alice"]) as client:
+                meta: Any = {"traceparent": traceparent, "tracestate": "toolrag=test"}
+                r = await client.call_tool("search_tools", {"query": "weather in Paris", "k": 3}, meta=meta)
+                check(not r.is_error, f"search_tools: {text_of(r)}")
+                args = {"handle": "fixture/get_weather", "arguments": {"city": "Paris"}}
+                r = await client.call_tool("call_tool", args, meta=meta)
+                check(not r.is_error, f"call_tool: {text_of(r)}")
+            # The trace context as an HTTP header only (no _meta).
+            header = {"traceparent": f"00-{header_trace}-{parent}-01"}
+            async with connect(gw.url, TOKENS["alice"], extra_headers=header) as client:
+                r = await client.call_tool("get_tool", {"handle": "fixture/get_weather"})
+                check(not r.is_error, f"get_tool: {text_of(r)}")
+        finally:
+            gw.stop()  # SIGTERM: the exporter sends what is left before the process exits
+
+        def named(spans: list[dict[str, Any]], name: str, trace_id: str) -> list[dict[str, Any]]:
+            return [s for s in spans if s["name"] == name and s["traceId"] == trace_id]
+
+        spans = rx.wait_for(
+            lambda spans: bool(named(spans, "tools/call get_tool", header_trace))
+            and bool(named(spans, "tools/call get_weather", trace))
+            and bool(named(spans, "search", trace))
+        )
+    (searched,) = named(spans, "tools/call search_tools", trace)
+    check(searched["kind"] == "SERVER" and searched["parentSpanId"] == parent, f"the request span: {searched}")
+    attrs = searched["attributes"]
+    check(attrs.get("mcp.method.name") == "tools/call" and attrs.get("gen_ai.tool.name") == "search_tools", f"{attrs}")
+    check(attrs.get("mcp.protocol.version") == MODERN and attrs.get("network.transport") == "tcp", f"{attrs}")
+    (search_span,) = named(spans, "search", trace)
+    check(search_span["parentSpanId"] == searched["spanId"], f"the search span is the request's child: {search_span}")
+    check(search_span["attributes"].get("toolrag.candidates", 0) >= 1, f"{search_span['attributes']}")
+    check(search_span["attributes"].get("toolrag.decision") in ("NAVIGATE", "ABSTAIN"), f"{search_span['attributes']}")
+    (called,) = named(spans, "tools/call call_tool", trace)
+    check(called["kind"] == "SERVER" and called["parentSpanId"] == parent, f"the call span: {called}")
+    (upstream,) = named(spans, "tools/call get_weather", trace)
+    check(upstream["kind"] == "CLIENT" and upstream["parentSpanId"] == called["spanId"], f"the upstream span: {upstream}")
+    check(upstream["attributes"].get("toolrag.upstream") == "fixture", f"{upstream['attributes']}")
+    # The upstream got the trace context in its call's _meta, naming the upstream span.
+    (sent,) = calls(dir, "get_weather")
+    check(sent["meta"].get("traceparent") == f"00-{trace}-{upstream['spanId']}-01", f"the upstream's _meta: {sent}")
+    check(sent["meta"].get("tracestate") == "toolrag=test", f"tracestate passed on: {sent}")
+    (carded,) = named(spans, "tools/call get_tool", header_trace)
+    check(carded["parentSpanId"] == parent, f"a traceparent header is honoured: {carded}")
+    check(searched["resource"].get("service.name") == "toolrag-otel-test", f"resource: {searched['resource']}")
+    return {"spans": sorted({s["name"] for s in spans}), "exports": rx.requests}
+
+
+SCENARIOS = {"team": team, "replicas": replicas, "oauth": oauth, "typescript": typescript, "index": index, "otel": otel}
 
 
 def main() -> None:

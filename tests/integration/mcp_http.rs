@@ -99,3 +99,11 @@ fn the_index_server_over_http() {
     let s = scenario("index");
     assert_eq!(s["2026-07-28"], s["2025-11-25"]);
 }
+
+/// Traces over OTLP to a real receiver: spans per request, search and
+/// upstream call, under the client's trace context, passed on upstream.
+#[test]
+fn traces_reach_an_otlp_receiver_and_the_upstream() {
+    let s = scenario("otel");
+    assert!(s["exports"].as_u64().unwrap() >= 1);
+}

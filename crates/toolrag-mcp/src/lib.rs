@@ -15,9 +15,11 @@ use std::sync::Arc;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
-use rmcp::{tool, tool_handler, tool_router, ErrorData, ServerHandler};
+use rmcp::service::RequestContext;
+use rmcp::{tool, tool_handler, tool_router, ErrorData, RoleServer, ServerHandler};
 use schemars::JsonSchema;
 use serde::Deserialize;
+use tracing::Instrument;
 
 use toolrag_engine::search::SearchRequest;
 use toolrag_engine::serve::{check_k, check_query, ApiError, LiveIndex};
@@ -28,6 +30,7 @@ pub mod limits;
 pub mod policy;
 pub mod settings;
 pub mod streamable_http;
+mod telemetry;
 pub mod upstream;
 
 pub use policy::PolicyRule;
@@ -112,8 +115,12 @@ impl McpServer {
     pub async fn search_tools(
         &self,
         Parameters(args): Parameters<SearchToolsArgs>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        search(&self.index, &self.pinned, args, None).await
+        let span = telemetry::request_span("search_tools", &ctx);
+        search(&self.index, &self.pinned, args, None)
+            .instrument(span)
+            .await
     }
 
     /// `get_tool`: a tool's full card.
@@ -126,10 +133,15 @@ impl McpServer {
     pub async fn get_tool(
         &self,
         Parameters(args): Parameters<GetToolArgs>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
+        let span = telemetry::request_span("get_tool", &ctx);
         match card_of(&self.index, &args.handle) {
             Ok(card) => Ok(CallToolResult::structured(card)),
-            Err(message) => Ok(tool_error(&message)),
+            Err(message) => {
+                telemetry::mark_error(&span);
+                Ok(tool_error(&message))
+            }
         }
     }
 }
@@ -215,16 +227,37 @@ pub(crate) async fn search(
 ) -> Result<CallToolResult, ErrorData> {
     let mut req = match search_request(args, pinned) {
         Ok(r) => r,
-        Err(e) => return answer_error(e),
+        Err(e) => {
+            telemetry::mark_error(&tracing::Span::current());
+            return answer_error(e);
+        }
     };
     req.visible = visible;
+    let span = telemetry::search_span(req.k);
     let index = index.clone();
-    let answer = tokio::task::spawn_blocking(move || index.search(&req))
+    let in_search = span.clone();
+    let answer = tokio::task::spawn_blocking(move || in_search.in_scope(|| index.search(&req)))
         .await
         .map_err(|e| ErrorData::internal_error(format!("the search failed: {e}"), None))?;
     match answer {
-        Ok(a) => Ok(CallToolResult::structured(to_value(&a.value)?)),
-        Err(e) => answer_error(ApiError::from(e)),
+        Ok(a) => {
+            let value = to_value(&a.value)?;
+            span.record(
+                "toolrag.decision",
+                value["retrieval"]["decision"].as_str().unwrap_or_default(),
+            );
+            span.record(
+                "toolrag.candidates",
+                value["candidates"]
+                    .as_array()
+                    .map_or(0, |c| i64::try_from(c.len()).unwrap_or(i64::MAX)),
+            );
+            Ok(CallToolResult::structured(value))
+        }
+        Err(e) => {
+            telemetry::mark_error(&span);
+            answer_error(ApiError::from(e))
+        }
     }
 }
 

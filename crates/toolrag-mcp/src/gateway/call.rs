@@ -10,6 +10,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject,
 };
 use serde_json::Value;
+use tracing::Instrument;
 
 use super::approval::{Rule, Ruling};
 use super::audit::{AuditRecord, DecidedBy, Decision, Outcome};
@@ -183,17 +184,26 @@ impl Gateway {
                 });
             }
         };
+        let span = crate::telemetry::upstream_span(&server, name);
         let mut params = CallToolRequestParams::new(name.to_string());
         params.arguments = args.as_object().cloned();
+        crate::telemetry::inject(&span, &mut params);
         let timeout = Duration::from_secs_f64(self.opts.settings.call_timeout_seconds);
-        match tokio::time::timeout(timeout, peer.call_tool(params)).await {
+        let answer = tokio::time::timeout(timeout, peer.call_tool(params))
+            .instrument(span.clone())
+            .await;
+        let outcome = match answer {
             Ok(Ok(result)) => Ok(result),
             Ok(Err(error)) if peer.is_transport_closed() => {
                 Err(ForwardError::Stopped { server, error })
             }
             Ok(Err(error)) => Err(ForwardError::Answered { server, error }),
             Err(_) => Err(ForwardError::Timeout { server, timeout }),
+        };
+        if !matches!(&outcome, Ok(r) if r.is_error != Some(true)) {
+            crate::telemetry::mark_error(&span);
         }
+        outcome
     }
 }
 

@@ -13,6 +13,7 @@ use rmcp::service::RequestContext;
 use rmcp::{tool, tool_handler, tool_router, ErrorData, RoleServer, ServerHandler};
 use schemars::JsonSchema;
 use serde::Deserialize;
+use tracing::Instrument;
 
 use super::{Caller, Gateway, MrtrRound};
 use crate::streamable_http::principal_of;
@@ -93,9 +94,12 @@ impl GatewayServer {
         Parameters(args): Parameters<SearchToolsArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
+        let span = crate::telemetry::request_span("search_tools", &ctx);
         let who = principal_of(&ctx);
         let visible = self.gateway.visible_to(&who);
-        crate::search(self.gateway.live(), self.gateway.pinned(), args, visible).await
+        crate::search(self.gateway.live(), self.gateway.pinned(), args, visible)
+            .instrument(span)
+            .await
     }
 
     /// `get_tool`: a tool's full card.
@@ -110,10 +114,14 @@ impl GatewayServer {
         Parameters(args): Parameters<GetToolArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
+        let span = crate::telemetry::request_span("get_tool", &ctx);
         let who = principal_of(&ctx);
         Ok(match self.gateway.card(&args.handle, &who) {
             Ok(card) => CallToolResult::structured(card),
-            Err(message) => CallToolResult::error(vec![ContentBlock::text(message)]),
+            Err(message) => {
+                crate::telemetry::mark_error(&span);
+                CallToolResult::error(vec![ContentBlock::text(message)])
+            }
         })
     }
 
@@ -136,6 +144,7 @@ impl GatewayServer {
         InputResponses(input_responses): InputResponses,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let span = crate::telemetry::request_span("call_tool", &ctx);
         let modern = ctx.protocol_version().is_some_and(|v| !v.has_initialize());
         let can_elicit = ctx
             .client_capabilities()
@@ -150,10 +159,15 @@ impl GatewayServer {
                 input_responses,
             }),
         };
-        Ok(self
+        let response = self
             .gateway
             .call(&args.handle, args.arguments, &caller)
-            .await)
+            .instrument(span.clone())
+            .await;
+        if matches!(&response, CallToolResponse::Complete(r) if r.is_error == Some(true)) {
+            crate::telemetry::mark_error(&span);
+        }
+        Ok(response)
     }
 }
 
