@@ -2,6 +2,10 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 BIN := target/release/toolrag
+# The binary that `cargo test --workspace` built for the integration tests, which the later
+# steps of make test use. `cargo run --bin toolrag` would build another: without the
+# dev-dependencies its features differ, and it rebuilt much of the tree (5 minutes).
+TEST_BIN := target/debug/toolrag
 QUERY ?= read the file /etc/hosts
 PYTHON ?= python3
 MCP_VENV := target/mcp-venv
@@ -26,6 +30,9 @@ build:
 
 ## The Python wheel (maturin, PyO3 abi3, manylinux x86_64) in target/wheels/: the
 ## extension, the `toolrag` console script and the shipped model (models/minilm-tools).
+## WHEEL_PROFILE=dev builds it on the dependencies `cargo test` already compiled (they are
+## optimised in dev too); make python-test does, the release wheel is `make wheel`.
+WHEEL_PROFILE ?= release
 PY_BUILD_VENV := target/py-build-venv
 PY_PKG := crates/toolrag-py/python/toolrag
 MODEL_FILES := model.onnx tokenizer.json config.json special_tokens_map.json tokenizer_config.json MANIFEST.json
@@ -34,7 +41,7 @@ wheel: $(PY_BUILD_VENV)/.installed
 	for f in $(MODEL_FILES); do cmp -s models/minilm-tools/$$f $(PY_PKG)/models/minilm-tools/$$f \
 		|| cp models/minilm-tools/$$f $(PY_PKG)/models/minilm-tools/$$f; done
 	rm -f target/wheels/toolrag-*.whl
-	$(PY_BUILD_VENV)/bin/maturin build --release --locked -m crates/toolrag-py/Cargo.toml --out target/wheels
+	$(PY_BUILD_VENV)/bin/maturin build --profile $(WHEEL_PROFILE) --locked -m crates/toolrag-py/Cargo.toml --out target/wheels
 
 $(PY_BUILD_VENV)/.installed: crates/toolrag-py/build-requirements.txt
 	$(PYTHON) -m venv $(PY_BUILD_VENV)
@@ -53,14 +60,15 @@ $(PY_TEST_VENV)/.installed: tests/python/requirements.txt tests/python/requireme
 	touch $@
 
 ## The Python package: build the wheel, install it into the test venv, and run pytest
-## (parity with the release binary, bad input, threads, a fresh venv, pre-commit, each
+## (parity with the binary make test built, bad input, threads, a fresh venv, pre-commit, each
 ## adapter against its real framework, the examples of docs/python.md), then mypy
 ## --strict and ruff over the package and the tests.
 PY_CONFIG := crates/toolrag-py/pyproject.toml
-python-test: models wheel python-venv
-	$(CARGO) build --release --bin toolrag
+python-test: models python-venv
+	$(MAKE) wheel WHEEL_PROFILE=dev
+	test -x $(TEST_BIN) || $(CARGO) build --bin toolrag
 	$(PY_TEST_VENV)/bin/pip install --quiet --disable-pip-version-check --force-reinstall --no-deps target/wheels/toolrag-*.whl
-	TOOLRAG_BIN=$(CURDIR)/$(BIN) $(PY_TEST_VENV)/bin/pytest tests/python -q -p no:cacheprovider
+	TOOLRAG_BIN=$(CURDIR)/$(TEST_BIN) $(PY_TEST_VENV)/bin/pytest tests/python -q -p no:cacheprovider
 	$(PY_TEST_VENV)/bin/mypy --config-file $(PY_CONFIG) crates/toolrag-py/python/toolrag tests/python
 	$(PY_TEST_VENV)/bin/ruff check --config $(PY_CONFIG) crates/toolrag-py/python tests/python
 	$(PY_TEST_VENV)/bin/ruff format --check --config $(PY_CONFIG) crates/toolrag-py/python tests/python
@@ -151,8 +159,8 @@ $(OPENAPI_CLIENT_VENV)/.installed: tests/openapi-client-requirements.txt
 test: models mcp-client mcp-servers oauth-server sarif-multitool schemathesis promtool openapi-client
 	$(CARGO) test --workspace --all-targets
 	$(CARGO) test --workspace --doc
-	$(CARGO) run --quiet --bin toolrag -- lint tools/ --deny-warnings
-	$(CARGO) run --quiet --bin toolrag -- eval --queries tests/golden/tools-queries.jsonl --registry tools/ --modes hybrid --min recall@5=0.81 --min mrr@10=0.65
+	$(TEST_BIN) lint tools/ --deny-warnings
+	$(TEST_BIN) eval --queries tests/golden/tools-queries.jsonl --registry tools/ --modes hybrid --min recall@5=0.81 --min mrr@10=0.65
 	$(MAKE) python-test
 
 ## The checks that need the team's shared folder beside the repository (TOOLRAG_SHARED,
