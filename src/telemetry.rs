@@ -91,7 +91,7 @@ impl Telemetry {
     /// Sends the spans still in the batch and stops the exporter.
     pub(crate) fn shutdown(self) {
         if let Err(e) = self.provider.shutdown() {
-            eprintln!("toolrag: cannot send the last traces: {e}");
+            tracing::warn!("cannot send the last traces: {e}");
         }
     }
 }
