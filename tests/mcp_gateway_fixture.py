@@ -1,6 +1,10 @@
 """A fixture MCP server behind toolrag's gateway, on the official Python SDK (`mcp`).
 
-Usage: python tests/mcp_gateway_fixture.py --state FILE [--tools N]
+Usage: python tests/mcp_gateway_fixture.py --state FILE [--tools N] [--http PORT]
+
+Over stdio by default; with --http PORT, over streamable HTTP at http://127.0.0.1:PORT/mcp
+(the official SDK's transport, plain JSON answers), for a client that calls it directly
+(scripts/bench-gateway --http: the baseline of the gateway's added latency).
 
 The state file (JSON, written by the test, read at every tools/list and call) decides
 what the server lists:
@@ -17,10 +21,14 @@ Tools:
   change_tools  read-only: {"add"?, "rug_pull"?} updates the state file, then sends
                 notifications/tools/list_changed
   filler_NNNN   with --tools N: N more read-only tools (for the 1,000-tool benchmark)
+  slow_echo     only when TOOLRAG_FIXTURE_SLOW=1 is set (so that the catalog other tests see
+                does not change): read-only, {"tag", "seconds"} -> "echo <tag>" after that
+                many seconds; its line in the calls file carries the process id, so that a
+                test can kill the server while the call is out (tests/mcp_faults.py)
 
 Every call is appended to <state>.calls (one JSON line: tool, arguments, the request's _meta), so a test can
 tell whether a call reached the server. The server declares tools.listChanged.
-Driven by tests/integration/mcp_gateway.rs and scripts/bench-gateway.
+Driven by tests/integration/mcp_gateway.rs, tests/mcp_faults.py and scripts/bench-gateway.
 """
 
 from __future__ import annotations
@@ -127,6 +135,19 @@ def tools_of(state: dict, fillers: int) -> list[types.Tool]:
                 annotations=annotations(True),
             )
         )
+    if os.environ.get("TOOLRAG_FIXTURE_SLOW") == "1":
+        tools.append(
+            types.Tool(
+                name="slow_echo",
+                description="Echoes a tag back after waiting the given number of seconds.",
+                input_schema=obj(
+                    {"tag": {"type": "string", "description": "What to echo."},
+                     "seconds": {"type": "number", "description": "How long to wait first."}},
+                    ["tag", "seconds"],
+                ),
+                annotations=annotations(True),
+            )
+        )
     for i in range(fillers):
         tools.append(
             types.Tool(
@@ -147,9 +168,13 @@ def make_server(state_path: Path, fillers: int) -> Server:
 
     async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         args = params.arguments or {}
+        meta = params.model_dump(mode="json", by_alias=True).get("_meta") or {}
+        line = {"tool": params.name, "arguments": args, "meta": meta}
+        if params.name == "slow_echo":
+            line["pid"] = os.getpid()
         with calls_path.open("a") as f:
-            meta = params.model_dump(mode="json", by_alias=True).get("_meta") or {}
-            f.write(json.dumps({"tool": params.name, "arguments": args, "meta": meta}) + "\n")
+            f.write(json.dumps(line) + "
+")
         text = lambda t: types.TextContent(type="text", text=t)  # noqa: E731
         if params.name == "get_weather":
             forecast = {"city": args["city"], "forecast": "sunny, 21 C"}
@@ -160,6 +185,9 @@ def make_server(state_path: Path, fillers: int) -> Server:
             return types.CallToolResult(content=[text(f"order {args['order_id']}: shipped")])
         if params.name == "fetch_page":
             return types.CallToolResult(content=[text(INJECTED_PAGE)])
+        if params.name == "slow_echo" and os.environ.get("TOOLRAG_FIXTURE_SLOW") == "1":
+            await asyncio.sleep(float(args["seconds"]))
+            return types.CallToolResult(content=[text(f"echo {args['tag']}")])
         if params.name == "crash":
             sys.stderr.write("fixture: crashing on demand\n")
             sys.stderr.flush()
@@ -186,13 +214,27 @@ async def run(server: Server) -> None:
         await server.run(read, write, options)
 
 
+async def run_http(server: Server, port: int) -> None:
+    import uvicorn
+
+    app = server.streamable_http_app(json_response=True)
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+    print(f"gateway fixture: streamable HTTP on http://127.0.0.1:{port}/mcp", file=sys.stderr, flush=True)
+    await uvicorn.Server(config).serve()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--state", required=True)
     parser.add_argument("--tools", type=int, default=0)
+    parser.add_argument("--http", type=int, metavar="PORT", help="serve streamable HTTP on 127.0.0.1:PORT")
     args = parser.parse_args()
     print(f"gateway fixture: state {args.state}", file=sys.stderr, flush=True)
-    asyncio.run(run(make_server(Path(args.state), args.tools)))
+    server = make_server(Path(args.state), args.tools)
+    if args.http is not None:
+        asyncio.run(run_http(server, args.http))
+    else:
+        asyncio.run(run(server))
 
 
 if __name__ == "__main__":
