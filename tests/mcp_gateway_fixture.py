@@ -173,8 +173,7 @@ def make_server(state_path: Path, fillers: int) -> Server:
         if params.name == "slow_echo":
             line["pid"] = os.getpid()
         with calls_path.open("a") as f:
-            f.write(json.dumps(line) + "
-")
+            f.write(json.dumps(line) + "\n")
         text = lambda t: types.TextContent(type="text", text=t)  # noqa: E731
         if params.name == "get_weather":
             forecast = {"city": args["city"], "forecast": "sunny, 21 C"}
