@@ -288,6 +288,8 @@ async def upstream_killed_http(opts: argparse.Namespace) -> dict[str, Any]:
             check(status == 200 and answer.get("result", {}).get("isError"), f"the killed call: {status} {answer}")
             check(out["errorAfterS"] < 5, f"the error came {out['errorAfterS']} s after the kill")
             out["error"] = text_of(answer)
+            check("stopped during the call" in out["error"], f"the error says the server went away: {out['error']}")
+            check("rmcp::" not in out["error"], f"no Rust type names for the model: {out['error']}")
             fixture = start_http_fixture(dir, state, port, "fixture.log")
             asked = time.monotonic()
             tries = []

@@ -194,7 +194,16 @@ impl Gateway {
             .await;
         let outcome = match answer {
             Ok(Ok(result)) => Ok(result),
-            Ok(Err(error)) if peer.is_transport_closed() => {
+            // Over stdio the transport reads as closed; over HTTP the peer
+            // stays open and the send fails: both mean the server went away.
+            Ok(Err(error))
+                if peer.is_transport_closed()
+                    || matches!(
+                        error,
+                        rmcp::ServiceError::TransportSend(_) | rmcp::ServiceError::TransportClosed
+                    ) =>
+            {
+                tracing::warn!(server = %server, "the upstream went away during a call: {error}");
                 Err(ForwardError::Stopped { server, error })
             }
             Ok(Err(error)) => Err(ForwardError::Answered { server, error }),
@@ -218,8 +227,9 @@ enum ForwardError {
     },
     /// The server went away while the call was out.
     #[error(
-        "the server `{server}` stopped during the call ({error}); it is being restarted. The \
-         call may or may not have taken effect: check before calling again."
+        "the server `{server}` stopped during the call (its connection closed); it is being \
+         restarted or reconnected. The call may or may not have taken effect: check before \
+         calling again."
     )]
     Stopped {
         server: String,
