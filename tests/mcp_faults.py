@@ -34,12 +34,10 @@ import asyncio
 import hashlib
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -47,6 +45,7 @@ from typing import Any
 import httpx2
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp_http_client import serving_url
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "mcp_gateway_fixture.py"
@@ -126,30 +125,8 @@ class Gateway:
             args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT,
             env=dict(os.environ, TOOLRAG_LOG="info"),
         )  # fmt: skip
-        assert self.proc.stderr is not None
-        lines = []
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            line = self.proc.stderr.readline()
-            if not line:
-                raise AssertionError("the gateway exited:\n" + "".join(lines))
-            lines.append(line)
-            self.log.write(line)
-            self.log.flush()
-            m = re.search(r"MCP over streamable HTTP on (http://\S+/mcp)", line)
-            if m:
-                self.url = m.group(1)
-                self.start_s = time.monotonic() - self.started
-                stderr = self.proc.stderr
-
-                def drain() -> None:
-                    for rest in stderr:
-                        self.log.write(rest)
-                        self.log.flush()
-
-                threading.Thread(target=drain, daemon=True).start()
-                return
-        raise AssertionError("the gateway did not start:\n" + "".join(lines))
+        self.url = serving_url(self.proc, self.log, 120)
+        self.start_s = time.monotonic() - self.started
 
     def records(self) -> list[dict[str, Any]]:
         return [json.loads(x) for x in self.audit.read_text().splitlines() if x.strip()]

@@ -43,10 +43,11 @@ import re
 import socket
 import subprocess
 import sys
+import threading
 import time
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import IO, Any, AsyncIterator
 
 import httpx2
 import mcp_types as types
@@ -74,6 +75,34 @@ def free_port() -> int:
 
 def text_of(result: types.CallToolResult) -> str:
     return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+def serving_url(proc: subprocess.Popen[str], log: IO[str], timeout: float) -> str:
+    """The /mcp URL that `toolrag mcp --http` prints once it serves, read from its stderr
+    (copied to `log`); a thread then keeps copying the rest, so that it never blocks on a
+    full pipe. Raises if the process exits or says nothing of the kind within `timeout` s."""
+    assert proc.stderr is not None
+    stderr = proc.stderr
+    lines = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = stderr.readline()
+        if not line:
+            raise AssertionError("the gateway exited:\n" + "".join(lines))
+        lines.append(line)
+        log.write(line)
+        log.flush()
+        m = re.search(r"MCP over streamable HTTP on (http://\S+/mcp)", line)
+        if m:
+
+            def drain() -> None:
+                for rest in stderr:
+                    log.write(rest)
+                    log.flush()
+
+            threading.Thread(target=drain, daemon=True).start()
+            return m.group(1)
+    raise AssertionError("the gateway did not start:\n" + "".join(lines))
 
 
 class Gateway:
@@ -107,31 +136,7 @@ class Gateway:
         self.url = self._wait_ready()
 
     def _wait_ready(self) -> str:
-        assert self.proc.stderr is not None
-        lines = []
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            line = self.proc.stderr.readline()
-            if not line:
-                raise AssertionError("the gateway exited:\n" + "".join(lines))
-            lines.append(line)
-            self.log.write(line)
-            self.log.flush()
-            m = re.search(r"MCP over streamable HTTP on (http://\S+/mcp)", line)
-            if m:
-                # Keep draining its log so that it never blocks on a full pipe.
-                stderr = self.proc.stderr
-
-                def drain() -> None:
-                    for rest in stderr:
-                        self.log.write(rest)
-                        self.log.flush()
-
-                import threading
-
-                threading.Thread(target=drain, daemon=True).start()
-                return m.group(1)
-        raise AssertionError("the gateway did not start:\n" + "".join(lines))
+        return serving_url(self.proc, self.log, 300)
 
     def stop(self) -> None:
         self.proc.terminate()

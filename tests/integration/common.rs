@@ -86,3 +86,40 @@ pub fn published_config() -> toolrag::search::SearchConfig {
 pub fn fresh_embedder() -> FastEmbedder {
     FastEmbedder::load(&model_dir(), &EmbedOptions::default()).expect("model loads")
 }
+
+/// Runs `python tests/SCRIPT SCENARIO --binary <this build's toolrag> --dir
+/// <temp>` in the venv of `make mcp-client` and returns the one JSON line it
+/// prints; on failure, panics with its output and every `*.log` it left.
+pub fn python_scenario(script: &str, name: &str) -> serde_json::Value {
+    let python = installed("target/mcp-venv/bin/python", "make mcp-client");
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(python)
+        .current_dir(root())
+        .arg(root().join("tests").join(script))
+        .arg(name)
+        .arg("--binary")
+        .arg(env!("CARGO_BIN_EXE_toolrag"))
+        .arg("--dir")
+        .arg(dir.path())
+        .output()
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let logs: String = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().extension().is_some_and(|x| x == "log"))
+        .map(|e| {
+            format!(
+                "--- {}\n{}",
+                e.path().display(),
+                std::fs::read_to_string(e.path()).unwrap_or_default()
+            )
+        })
+        .collect();
+    assert!(
+        out.status.success(),
+        "scenario {name} of {script} failed:\n{stdout}\n{}\n{logs}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.trim()).expect("one JSON line")
+}

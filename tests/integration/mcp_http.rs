@@ -5,48 +5,12 @@
 //! approvals as sealed multi-round-trip states shared by two replicas.
 //! Needs `make mcp-client oauth-server`; uses the real model.
 
-use std::path::PathBuf;
-use std::process::Command;
-
 use serde_json::Value;
 
-use crate::common::{installed, root};
-
-fn python() -> PathBuf {
-    installed("target/mcp-venv/bin/python", "make mcp-client")
-}
+use crate::common::installed;
 
 fn scenario(name: &str) -> Value {
-    let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(python())
-        .current_dir(root())
-        .arg(root().join("tests/mcp_http_client.py"))
-        .arg(name)
-        .arg("--binary")
-        .arg(env!("CARGO_BIN_EXE_toolrag"))
-        .arg("--dir")
-        .arg(dir.path())
-        .output()
-        .expect("python runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let logs: String = std::fs::read_dir(dir.path())
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.path().extension().is_some_and(|x| x == "log"))
-        .map(|e| {
-            format!(
-                "--- {}\n{}",
-                e.path().display(),
-                std::fs::read_to_string(e.path()).unwrap_or_default()
-            )
-        })
-        .collect();
-    assert!(
-        out.status.success(),
-        "scenario {name} failed:\n{stdout}\n{}\n{logs}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_str(stdout.trim()).expect("one JSON line")
+    crate::common::python_scenario("mcp_http_client.py", name)
 }
 
 /// Static tokens: 401 without one; on 2026-07-28 a destructive call is
