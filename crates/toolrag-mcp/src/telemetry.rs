@@ -23,14 +23,6 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 /// context the client sent, if any.
 pub(crate) fn request_span(tool: &str, ctx: &RequestContext<RoleServer>) -> tracing::Span {
     let parts = ctx.extensions.get::<http::request::Parts>();
-    let session = parts
-        .and_then(|p| p.headers.get("mcp-session-id"))
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
-    let version = ctx
-        .protocol_version()
-        .map(|v| v.to_string())
-        .unwrap_or_default();
     let span = tracing::info_span!(
         "mcp.request",
         otel.name = %format!("tools/call {tool}"),
@@ -40,10 +32,23 @@ pub(crate) fn request_span(tool: &str, ctx: &RequestContext<RoleServer>) -> trac
         gen_ai.operation.name = "execute_tool",
         gen_ai.tool.name = %tool,
         jsonrpc.request.id = %ctx.id,
-        mcp.protocol.version = %version,
-        mcp.session.id = %session,
+        mcp.protocol.version = Empty,
+        mcp.session.id = Empty,
         network.transport = if parts.is_some() { "tcp" } else { "pipe" },
     );
+    // Without an exporter the span is off: nothing more to read per call.
+    if span.is_disabled() {
+        return span;
+    }
+    if let Some(version) = ctx.protocol_version() {
+        span.record("mcp.protocol.version", version.to_string());
+    }
+    if let Some(session) = parts
+        .and_then(|p| p.headers.get("mcp-session-id"))
+        .and_then(|v| v.to_str().ok())
+    {
+        span.record("mcp.session.id", session);
+    }
     let carrier = Incoming {
         meta: &ctx.meta,
         headers: parts.map(|p| &p.headers),
