@@ -89,6 +89,10 @@ The gateway, in front of the servers of another configuration file:
     \"args\": [\"mcp\", \"--upstream\", \"/abs/path/to/upstream.json\",
              \"--index\", \"/abs/path/to/gateway-index\"]}}}
 
+Traces: with OTEL_EXPORTER_OTLP_ENDPOINT set (OTLP over http/protobuf, a collector's
+port 4318), each tool call received, search and call sent upstream is a span; a client's
+traceparent (in params._meta or an HTTP header) is continued and passed on upstream.
+
 Examples:
   toolrag index && toolrag mcp
   toolrag mcp --index /abs/path/to/index --config toolrag.toml
@@ -97,10 +101,6 @@ Examples:
   toolrag mcp --upstream upstream.json --index gw --check
   toolrag mcp --upstream upstream.json --index gw --accept memory/create_entities
   toolrag mcp --upstream upstream.json --index gw --http 127.0.0.1:8765 --auth-tokens tokens
-
-Traces: with OTEL_EXPORTER_OTLP_ENDPOINT set (OTLP over http/protobuf, a collector's
-port 4318), each tool call received, search and call sent upstream is a span; a client's
-traceparent (in params._meta or an HTTP header) is continued and passed on upstream.
   OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 toolrag mcp --upstream upstream.json --index gw";
 
 /// Options shared by every command that reads a registry.
