@@ -417,6 +417,7 @@ async def team(opts: argparse.Namespace) -> dict[str, Any]:
     check(any("already used" in r.get("reason", "") for r in refusals), "the replay's audit line")
     check(any(r.get("upstream") == "ok" for r in records), "upstream status in the audit")
     check(any(r["decidedBy"] == "rate limit" and r["decision"] == "denied" for r in records), "the limit is audited")
+    check(("bob", "denied", "policy") in decisions, f"bob's call of a hidden tool is audited: {decisions}")
     out["audit"] = len(records)
     return out
 
@@ -526,6 +527,14 @@ async def oauth(opts: argparse.Namespace) -> dict[str, Any]:
             global _DIR
             _DIR = dir
             out["bob"] = await bob_sees_only_his(bob)
+        # On a port the system picks, the resource (the tokens' audience) names that port.
+        gw0 = Gateway(opts.binary, dir, "gw0", POLICY, extra)
+        try:
+            async with httpx2.AsyncClient() as http:
+                meta = (await http.get(gw0.url.replace("/mcp", "/.well-known/oauth-protected-resource"))).json()
+            check(meta["resource"] == gw0.url, f"--http 127.0.0.1:0: {meta['resource']} != {gw0.url}")
+        finally:
+            gw0.stop()
     finally:
         gw.stop()
         provider.terminate()

@@ -193,11 +193,13 @@ where
     S: rmcp::ServerHandler + Send + 'static,
     F: Fn() -> S + Send + Sync + 'static,
 {
-    let opts = http.options(addr)?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
     let bound = listener.local_addr()?;
+    // The options after the bind, so that `--http 127.0.0.1:0` puts the port
+    // it got, not 0, in the resource URL (the tokens' audience).
+    let opts = http.options(bound)?;
     eprintln!(
         "toolrag: MCP over streamable HTTP on http://{bound}{} ({})",
         toolrag::mcp::streamable_http::ENDPOINT,

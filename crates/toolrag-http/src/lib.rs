@@ -78,7 +78,8 @@ pub struct ServeOptions {
     pub cors_origins: Vec<String>,
     /// The longest a request may take before it is answered with 503 `timeout`.
     pub timeout: Duration,
-    /// How many searches run at once (they are CPU-bound); others queue.
+    /// How many searches run at once (they are CPU-bound; default: one more
+    /// than the cores); others queue.
     pub search_threads: usize,
     /// Tools pinned into every search (the `pinned` list of `toolrag.toml`).
     pub pinned: Vec<String>,
@@ -96,7 +97,11 @@ impl Default for ServeOptions {
             token: None,
             cors_origins: Vec::new(),
             timeout: Duration::from_secs(10),
-            search_threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            // One more search than there are cores: while one search tokenises,
+            // fuses or waits on its queue slot, another keeps the model busy.
+            // Measured on 2 cores (wrk, bfcl, hybrid): 3 searches at once
+            // served 5-25% more than 2 in every one of five paired runs.
+            search_threads: std::thread::available_parallelism().map_or(2, |n| n.get()) + 1,
             pinned: Vec::new(),
             header_timeout: DEFAULT_HEADER_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,

@@ -101,7 +101,8 @@ impl Gateway {
     pub(super) fn lock_hint(&self, id: &str) -> String {
         format!(
             "a person who has checked the new definition accepts it with `toolrag mcp --upstream \
-             <config> --accept {id}` (lock file {})",
+             <config> --index {} --accept {id}` (lock file {})",
+            self.opts.index.display(),
             self.opts.lock_file.display()
         )
     }
