@@ -35,27 +35,28 @@ impl Gateway {
         let id = id_of(handle).to_string();
         let catalog = self.catalog.load_full();
         let args = Value::Object(arguments.unwrap_or_default());
+        let audit = |record: AuditRecord<'_>| {
+            let record = record.by(who, started.elapsed());
+            self.audit.write(&record)
+        };
         let entry = match catalog.entries.get(&id) {
             Some(e) if self.may_see(&caller.principal, &id) => e,
             // A tool the caller may not see is answered as one that does
             // not exist, word for word; the audit log, which only the
             // operator reads, records the attempt, so probing is visible.
             found => {
-                let message = format!("no tool `{handle}`; use a handle returned by search_tools");
                 if found.is_some() {
                     let record = AuditRecord::new(&id, &args, Decision::Denied, DecidedBy::Policy)
-                        .because("the caller's policy does not give them this tool")
-                        .by(who, started.elapsed());
-                    if let Err(e) = self.audit.write(&record) {
+                        .because("the caller's policy does not give them this tool");
+                    if let Err(e) = audit(record) {
                         tracing::error!("cannot write the audit log: {e}");
                     }
                 }
-                return tool_error(message).into();
+                return tool_error(format!(
+                    "no tool `{handle}`; use a handle returned by search_tools"
+                ))
+                .into();
             }
-        };
-        let audit = |record: AuditRecord<'_>| {
-            let record = record.by(who, started.elapsed());
-            self.audit.write(&record)
         };
         let refuse = |decision: Decision, by: DecidedBy, message: String| {
             if let Err(e) =
