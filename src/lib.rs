@@ -115,7 +115,7 @@ pub struct ReadmeExample;
 pub use toolrag_auth as auth;
 pub use toolrag_core::{khipu, registry};
 pub use toolrag_embed as embed;
-pub use toolrag_engine::{eval, search, serve};
+pub use toolrag_engine::{eval, learn, search, serve};
 pub use toolrag_gate as gate;
 pub use toolrag_http as http;
 pub use toolrag_lint as lint;

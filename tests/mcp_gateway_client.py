@@ -307,6 +307,85 @@ async def http(opts):
     return {"found": found}
 
 
+
+async def learn(opts):
+    """Learning from use: searches and calls through the gateway, `toolrag learn`, then the same
+    kind of request ranks the called tool first; a failed call teaches nothing; --forget undoes."""
+    import subprocess
+
+    current, observe = "tool://time/get_current_time", "tool://memory/add_observations"
+    probes = {"what time is it in Tokyo": current, "remember that Bob likes coffee": observe}
+    usage = Path(opts.index) / "usage.jsonl"
+
+    def rank(found: list[str], handle: str) -> int:
+        return found.index(handle) + 1 if handle in found else 99
+
+    def toolrag(*args: str) -> str:
+        out = subprocess.run([opts.binary, *args], capture_output=True, text=True, timeout=120)
+        check(out.returncode == 0, f"toolrag {args}: {out.stderr}")
+        return out.stdout
+
+    async def ranks(gw) -> dict[str, int]:
+        return {q: rank(handles(await gw.search(q, k=10)), h) for q, h in probes.items()}
+
+    summary = {}
+    async with Gateway(opts) as gw:
+        # Ana exists before anyone searches: a call no search offered is not recorded.
+        made = await gw.call("tool://memory/create_entities",
+                             {"entities": [{"name": "Ana", "entityType": "person", "observations": []}]})
+        check(not made.is_error, text_of(made))
+        summary["before"] = await ranks(gw)
+        check(all(r > 1 for r in summary["before"].values()), f"before learning {summary['before']}")
+
+        check(current in handles(await gw.search("what time is it in Tokyo", k=5)), "time offered")
+        now = await gw.call(current, {"timezone": "Asia/Tokyo"})
+        check(not now.is_error, text_of(now))
+        check(observe in handles(await gw.search("remember that Ana likes tea", k=10)), "observe offered")
+        noted = await gw.call(observe, {"observations": [{"entityName": "Ana", "contents": ["likes tea"]}]})
+        check(not noted.is_error, text_of(noted))
+        missing = str(Path(opts.dir) / "missing.txt")
+        found = handles(await gw.search("show me the contents of missing.txt", k=5))
+        check("tool://filesystem/read_text_file" in found, f"read offered: {found}")
+        failed = await gw.call("tool://filesystem/read_text_file", {"path": missing})
+        check(failed.is_error, "reading a missing file fails")
+
+        records = [json.loads(line) for line in usage.read_text().splitlines()]
+        summary["recorded"] = [(r["tool"], r["outcome"]) for r in records]
+        check(summary["recorded"] == [("time/get_current_time", "succeeded"),
+                                      ("memory/add_observations", "succeeded"),
+                                      ("filesystem/read_text_file", "tool-error")],
+              f"usage records {summary['recorded']}")
+        check(records[0]["request"] == "what time is it in Tokyo", f"request {records[0]}")
+        check(records[0]["handles"][:2] == ["time/convert_time", "time/get_current_time"]
+              or "time/get_current_time" in records[0]["handles"], f"handles {records[0]}")
+        check("Asia/Tokyo" not in usage.read_text() and all("arguments" not in r for r in records),
+              "arguments are never recorded")
+
+        learnt = json.loads(toolrag("learn", "--index", opts.index, "--json"))
+        summary["learnt"] = sorted(learnt["learnt"])
+        check(summary["learnt"] == ["memory/add_observations", "time/get_current_time"],
+              f"learnt {learnt}")
+        check(learnt["learn"]["unsuccessful"] == 1, f"report {learnt['learn']}")
+        card = json.loads(toolrag("tools", "show", "time/get_current_time", "--index", opts.index))
+        check(card.get("learnt") == ["what time is it in Tokyo"], f"card {card.get('learnt')}")
+
+        # The running gateway follows the rebuilt index.
+        async def learnt_now():
+            summary["after"] = await ranks(gw)
+            return all(r == 1 for r in summary["after"].values())
+        await until("the called tools rank first", learnt_now)
+
+        toolrag("learn", "--index", opts.index, "--forget", "time/get_current_time")
+
+        async def forgotten():
+            summary["forgotten"] = await ranks(gw)
+            return summary["forgotten"]["what time is it in Tokyo"] == summary["before"]["what time is it in Tokyo"]
+        await until("the forgotten tool ranks as before", forgotten)
+        check(summary["forgotten"]["remember that Bob likes coffee"] == 1, "the other tool keeps its learning")
+    return summary
+
+
+
 SCENARIOS = {
     "http": http,
     "real": real,
@@ -320,6 +399,7 @@ SCENARIOS = {
     "output-guard": output_guard,
     "restart": restart,
     "invalid-arguments": invalid_arguments,
+    "learn": learn,
 }
 
 

@@ -4,6 +4,7 @@ mod completions;
 mod eval;
 mod gate;
 mod index;
+mod learn;
 mod lint;
 mod mcp;
 mod model;
@@ -54,6 +55,7 @@ enum Command {
     #[command(subcommand, after_long_help = TOOLS_HELP)]
     Tools(tools::ToolsCommand),
     Index(index::IndexArgs),
+    Learn(learn::LearnArgs),
     Query(query::QueryArgs),
     Resolve(resolve::ResolveArgs),
     Lint(lint::LintArgs),
@@ -75,6 +77,7 @@ Examples:
   toolrag tools list
   toolrag tools list my-tools.jsonl --format json
   toolrag tools show filesystem/read_text_file
+  toolrag tools show git/git_log --index gw      # with what `toolrag learn` learnt
   curl -s https://example.com/tools.json | toolrag tools list -";
 
 /// What `toolrag mcp --help` ends with: how a client starts it. Kept here,
@@ -309,6 +312,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Tools(cmd) => tools::run(cmd),
         Command::Index(args) => index::run(args),
+        Command::Learn(args) => learn::run(args),
         Command::Query(args) => query::run(args),
         Command::Resolve(args) => resolve::run(args),
         Command::Lint(args) => lint::run(args),

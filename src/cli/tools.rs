@@ -30,15 +30,24 @@ pub enum ToolsCommand {
     },
     /// Show one tool, normalised, as JSON (the same shape for every source format).
     ///
+    /// `learnt` lists the requests `toolrag learn` learnt for it from use, read
+    /// from the index folder (--index, default index/). With --index and no
+    /// registry path, the tool is read from that index, as it was indexed: the
+    /// way to see a gateway's upstream tools.
+    ///
     /// Examples:
     ///   toolrag tools show filesystem/read_text_file
     ///   toolrag tools show everything/echo - < tests/fixtures/mcp-reference/everything.json
+    ///   toolrag tools show git/git_log --index gw
     #[command(verbatim_doc_comment)]
     Show {
         /// The tool id (a `tool://` handle is accepted).
         id: String,
         /// Registry files or folders (default: tools/).
         paths: Vec<PathBuf>,
+        /// The index folder whose learnt requests to show.
+        #[arg(long, value_name = "DIR")]
+        index: Option<PathBuf>,
         #[command(flatten)]
         registry: RegistryArgs,
     },
@@ -92,16 +101,30 @@ pub fn run(cmd: ToolsCommand) -> anyhow::Result<ExitCode> {
         ToolsCommand::Show {
             id,
             paths,
+            index,
             registry,
         } => {
-            let reg = registry.load(&paths)?;
-            let tool = reg.get(&id).with_context(|| {
-                format!(
-                    "no tool with id `{id}` in the registry ({} tools)",
-                    reg.len()
-                )
-            })?;
-            serde_json::to_writer_pretty(&mut out, tool)?;
+            let from_index = index.is_some() && paths.is_empty();
+            let folder = index.unwrap_or_else(|| PathBuf::from("index"));
+            let (reg, place) = if from_index {
+                let gen = toolrag::index::current_generation(&folder)?;
+                let tools = toolrag::index::read_tools(&gen)?;
+                let place = format!("the index {}", folder.display());
+                (toolrag::Registry::from_tools(tools)?, place)
+            } else {
+                (registry.load(&paths)?, "the registry".to_string())
+            };
+            let mut tool = reg
+                .get(&id)
+                .with_context(|| {
+                    format!("no tool with id `{id}` in {place} ({} tools)", reg.len())
+                })?
+                .clone();
+            if !from_index {
+                let learnt = toolrag::learn::Learnt::read(&folder)?;
+                tool.learnt = learnt.requests_of(&tool.id).map(str::to_string).collect();
+            }
+            serde_json::to_writer_pretty(&mut out, &tool)?;
             writeln!(out)?;
         }
     }

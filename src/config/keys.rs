@@ -19,6 +19,11 @@ pub(super) const GATEWAY_KEYS: &[&str] = &[
     "approval-ttl-seconds",
     "policy",
     "tool-calls-per-minute",
+    "record-usage",
+    "usage-log",
+    "usage-max-mb",
+    "usage-max-age-days",
+    "teachers",
 ];
 pub(super) const POLICY_KEYS: &[&str] = &["principals", "tools", "allow"];
 pub(super) const MODEL_KEYS: &[&str] =

@@ -39,6 +39,11 @@
 //! key-file = "index.key"               # seals approvals; created 0600; share it with replicas
 //! approvals-db = "index.approvals.sqlite" # used approvals; share it with replicas
 //! approval-ttl-seconds = 600.0
+//! record-usage = true                  # for `toolrag learn`: request, handles, tool, outcome; never arguments
+//! usage-log = "index/usage.jsonl"      # default: in the index folder
+//! usage-max-mb = 16.0                  # then cut to half, newest kept
+//! usage-max-age-days = 90.0
+//! teachers = ["alice", "group:eng"]    # whose calls teach (default: only the local user)
 //!
 //! [[gateway.policy]]                   # who may see and call what (none: everyone, everything)
 //! principals = ["bob", "group:support"] # token names, subjects, client ids, group:<claim value>
@@ -138,6 +143,7 @@ impl Config {
                 &mut config.gateway.audit_log,
                 &mut config.gateway.key_file,
                 &mut config.gateway.approvals_db,
+                &mut config.gateway.usage_log,
             ]
             .into_iter()
             .flatten()

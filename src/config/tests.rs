@@ -247,6 +247,7 @@ fn the_gateway_table_is_read_and_checked() {
     full.audit_log = Some("b".into());
     full.key_file = Some("c".into());
     full.approvals_db = Some("d".into());
+    full.usage_log = Some("e".into());
     assert_eq!(keys(serde_json::to_value(full).unwrap()), want);
 }
 

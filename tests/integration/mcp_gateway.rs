@@ -417,3 +417,51 @@ fn a_streamable_http_server_is_searched_and_called_through_the_gateway() {
     );
     assert_eq!(s.decisions("remote/fixture_tool_03")[0].0, "allowed");
 }
+
+#[test]
+fn learning_from_use_ranks_the_called_tool_first() {
+    let s = Setup::fixture(json!({}));
+    let time = installed("target/mcp-venv/bin/mcp-server-time", "make mcp-client");
+    let npm = |bin: &str| {
+        installed(
+            &format!("target/mcp-npm/node_modules/.bin/{bin}"),
+            "make mcp-servers",
+        )
+    };
+    s.write_upstream(json!({"mcpServers": {
+        "time": {"command": time, "args": ["--local-timezone", "UTC"]},
+        "memory": {"command": npm("mcp-server-memory"),
+                   "env": {"MEMORY_FILE_PATH": s.path("memory.jsonl")}},
+        "filesystem": {"command": npm("mcp-server-filesystem"), "args": [s.dir.path()]},
+    }}));
+    let summary = s.scenario("learn", None);
+    // The Python client checked every step; the summary says what it saw.
+    for (q, before) in summary["before"].as_object().unwrap() {
+        assert!(before.as_u64().unwrap() > 1, "{q}: {summary}");
+        assert_eq!(summary["after"][q], 1, "{q}: {summary}");
+    }
+    assert_eq!(
+        summary["learnt"],
+        json!(["memory/add_observations", "time/get_current_time"])
+    );
+}
+
+#[test]
+fn learning_can_be_turned_off_and_teachers_named() {
+    let s = Setup::fixture(json!({}));
+    let config = s.write_config("[gateway]\nrecord-usage = false\n");
+    let out = s.run_client("sync", Some(&config));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!s.index().join("usage.jsonl").exists(), "nothing recorded");
+    let config = s.write_config("[gateway]\nteachers = [\"\"]\n");
+    let out = s.toolrag(&["--check", "--config", config.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("gateway.teachers"),
+        "{err}"
+    );
+}

@@ -7,9 +7,12 @@
 //!    impacts, dense vectors, the HNSW graph), read and verified;
 //! 2. [`search`]: the read path (retrievers, fusion, names, calibration,
 //!    the decision) over an opened generation ([`Searcher`]);
-//! 3. [`build`]: the write path, which writes a generation and measures its
-//!    calibration with the search's retrievers;
-//! 4. [`eval`] (recall, MRR and the abstain curves of labelled requests) and
+//! 3. [`learn`]: learning from use (the usage log, the learnt requests of
+//!    `learnt.json`), which reads nothing of the index;
+//! 4. [`build`]: the write path, which writes a generation (with each
+//!    tool's learnt requests) and measures its calibration with the search's
+//!    retrievers;
+//! 5. [`eval`] (recall, MRR and the abstain curves of labelled requests) and
 //!    [`serve`] (the live, hot-swapped index that the HTTP and MCP front
 //!    ends share).
 #![warn(missing_docs)]
@@ -17,6 +20,7 @@
 pub mod build;
 pub mod eval;
 pub mod index;
+pub mod learn;
 pub mod search;
 pub mod serve;
 

@@ -65,6 +65,23 @@ pub struct GatewayConfig {
     /// minute each principal may make of each matching tool (a token
     /// bucket that holds a minute's worth). Every matching entry applies.
     pub tool_calls_per_minute: std::collections::BTreeMap<String, u32>,
+    /// Whether to record, for `toolrag learn`, each call that follows a
+    /// search: the request, the handle set, the tool called and how the call
+    /// ended (never its arguments or result).
+    pub record_usage: bool,
+    /// The usage log, JSON Lines (default: `usage.jsonl` in the index
+    /// folder); relative to the configuration file's folder.
+    pub usage_log: Option<PathBuf>,
+    /// Past this size, in MiB, the usage log is cut to half of it, newest
+    /// records kept.
+    pub usage_max_mb: f64,
+    /// Usage records older than this many days are dropped, and never
+    /// learnt from.
+    pub usage_max_age_days: f64,
+    /// Who may teach (`toolrag learn` counts only their calls): token names,
+    /// subjects, client ids or `group:<value>`, as in a policy. Empty: only
+    /// the local principal (stdio, or HTTP without authentication).
+    pub teachers: Vec<String>,
 }
 
 impl Default for GatewayConfig {
@@ -81,6 +98,11 @@ impl Default for GatewayConfig {
             approval_ttl_seconds: 600.0,
             policy: Vec::new(),
             tool_calls_per_minute: Default::default(),
+            record_usage: true,
+            usage_log: None,
+            usage_max_mb: 16.0,
+            usage_max_age_days: 90.0,
+            teachers: Vec::new(),
         }
     }
 }
@@ -121,6 +143,37 @@ impl GatewayConfig {
                     "`gateway.approval-ttl-seconds` must be 1 to 86400, not {}",
                     self.approval_ttl_seconds
                 ),
+            ));
+        }
+        if !(self.usage_max_mb.is_finite() && (0.01..=1_048_576.0).contains(&self.usage_max_mb)) {
+            return Err(invalid(
+                "gateway.usage-max-mb",
+                format!(
+                    "`gateway.usage-max-mb` must be 0.01 to 1048576 (MiB), not {}",
+                    self.usage_max_mb
+                ),
+            ));
+        }
+        if !(self.usage_max_age_days.is_finite()
+            && self.usage_max_age_days > 0.0
+            && self.usage_max_age_days <= 36_500.0)
+        {
+            return Err(invalid(
+                "gateway.usage-max-age-days",
+                format!(
+                    "`gateway.usage-max-age-days` must be above 0 and at most 36500, not {}",
+                    self.usage_max_age_days
+                ),
+            ));
+        }
+        if let Some(t) = self
+            .teachers
+            .iter()
+            .find(|t| t.trim().is_empty() || *t == "group:")
+        {
+            return Err(invalid(
+                "gateway.teachers",
+                format!("`gateway.teachers` has an empty entry `{t}`"),
             ));
         }
         crate::policy::Policy::compile(&self.policy)?;

@@ -195,6 +195,7 @@ fn normalise(
         not_for: vec![],
         deprecated: None,
         meta: None,
+        learnt: vec![],
         source: Source {
             format,
             location,

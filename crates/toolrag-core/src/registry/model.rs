@@ -61,6 +61,12 @@ pub struct ToolDef {
     /// tool's card; only `deprecated` is read from it.
     #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<Value>,
+    /// Requests learnt from use (`toolrag learn`): requests after which an
+    /// agent called this tool and the call succeeded. Not part of any source
+    /// format: the build attaches them from the index folder's `learnt.json`,
+    /// and they are searched like `examples`, as dense points of their own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub learnt: Vec<String>,
     /// Where the tool was defined.
     pub source: Source,
 }
@@ -251,6 +257,7 @@ pub fn test_tool(namespace: &str, name: &str) -> ToolDef {
         not_for: vec![],
         deprecated: None,
         meta: None,
+        learnt: vec![],
         source: Source {
             format: SourceFormat::Jsonl,
             location: Location::file_start("test.jsonl"),

@@ -264,6 +264,7 @@ pub(super) fn load(
             .collect(),
         deprecated: None,
         meta: None,
+        learnt: vec![],
         source: Source {
             format: SourceFormat::Toml,
             location,

@@ -260,6 +260,7 @@ fn build_generation(
     remove_stale_staging(out);
     let previous = previous_manifest(out);
     let lexical_only = model.is_none();
+    let registry = crate::learn::attach_from(registry, out)?;
 
     let tools = registry.tools();
     let hashes: Vec<String> = tools.par_iter().map(content_hash).collect();

@@ -24,11 +24,13 @@ pub(super) fn text_hash(text: &str) -> [u8; 16] {
     h
 }
 
-/// The texts of one tool to embed: its document, then each example request.
+/// The texts of one tool to embed: its document, then each example request,
+/// then each learnt request (a point like an example's).
 pub(super) fn tool_texts(tool: &ToolDef) -> Vec<(PointKind, String)> {
     let mut out = vec![(PointKind::Tool, document_text(tool))];
-    for e in &tool.examples {
-        let r = e.request.trim();
+    let requests = tool.examples.iter().map(|e| e.request.as_str());
+    for r in requests.chain(tool.learnt.iter().map(String::as_str)) {
+        let r = r.trim();
         if !r.is_empty() {
             out.push((PointKind::Example, r.to_string()));
         }

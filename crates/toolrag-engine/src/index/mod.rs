@@ -21,6 +21,9 @@
 //!     dense.hnsw.*   the HNSW graph (hnsw_rs file_dump), only above
 //!                    `BuildOptions::graph_min_points` points
 //!   .staging-*/      a build in progress; never read
+//!   learnt.json      the requests learnt from use, per tool (`toolrag
+//!                    learn`); every build gives each tool its own
+//!   usage.jsonl      the MCP gateway's usage log, which `toolrag learn` reads
 //! ```
 //!
 //! A build writes a staging folder, records every file's size and checksum
@@ -55,6 +58,14 @@ pub const CURRENT: &str = "CURRENT";
 pub const LOCK: &str = "LOCK";
 const GEN_PREFIX: &str = "gen-";
 pub(crate) const STAGING_PREFIX: &str = ".staging-";
+
+/// The tools of the generation folder `gen` (its `tools.json`), in ordinal
+/// order, as the build wrote them (with their learnt requests).
+pub fn read_tools(gen: &Path) -> Result<Vec<toolrag_core::registry::ToolDef>> {
+    let path = gen.join("tools.json");
+    let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+    serde_json::from_slice(&bytes).map_err(|e| Error::Index(format!("{}: {e}", path.display())))
+}
 
 /// The live generation folder of the index in `dir`.
 pub fn current_generation(dir: &Path) -> Result<PathBuf> {

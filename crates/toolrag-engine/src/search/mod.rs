@@ -111,10 +111,7 @@ impl Searcher {
             };
             manifest.check_model(dir, &info)?;
         }
-        let tools_path = gen.join("tools.json");
-        let bytes = std::fs::read(&tools_path).map_err(|e| Error::io(&tools_path, e))?;
-        let tools: Vec<ToolDef> = serde_json::from_slice(&bytes)
-            .map_err(|e| Error::Index(format!("{}: {e}", tools_path.display())))?;
+        let tools: Vec<ToolDef> = crate::index::read_tools(&gen)?;
         if tools.len() != manifest.counts.tools {
             return Err(Error::Index(format!(
                 "tools.json has {} tools, the manifest {}",

@@ -18,6 +18,7 @@ use super::catalog::{id_of, quarantine_message};
 use super::upstream::UpstreamError;
 use super::upstreams::Upstream;
 use super::{guard, Caller, Gateway};
+use toolrag_engine::learn::UsageOutcome;
 
 impl Gateway {
     /// `call_tool`: checks, asks, forwards and guards one call by `caller`.
@@ -129,6 +130,8 @@ impl Gateway {
         let result = match self.forward(up, &entry.def.name, &args).await {
             Ok(r) => r,
             Err(e) => {
+                self.usage
+                    .called(&caller.principal, &id, UsageOutcome::Failed);
                 let message = e.to_string();
                 let _ = audit(
                     AuditRecord::new(&id, &args, Outcome::Failed, DecidedBy::Upstream)
@@ -167,6 +170,12 @@ impl Gateway {
         if let Err(e) = audit(record) {
             tracing::error!("cannot write the audit log: {e}");
         }
+        let used = if status == "ok" && outcome != Outcome::Blocked {
+            UsageOutcome::Succeeded
+        } else {
+            UsageOutcome::ToolError
+        };
+        self.usage.called(&caller.principal, &id, used);
         let mut result = result;
         // An upstream on an older protocol sends no `resultType`; 2026-07-28
         // requires it (rmcp strips it again for older clients).

@@ -48,6 +48,7 @@ mod server;
 mod states;
 mod sync;
 mod upstreams;
+mod usage;
 
 pub use server::{CallToolArgs, GatewayServer};
 
@@ -127,6 +128,9 @@ pub struct GatewayOptions {
     pub key_file: PathBuf,
     /// The SQLite file of used approval states, shared by replicas.
     pub approvals_db: PathBuf,
+    /// The usage log that `toolrag learn` reads (unless `record-usage` is
+    /// off).
+    pub usage_log: PathBuf,
     /// The `[gateway]` settings: allow-list, output guard, intervals.
     pub settings: GatewayConfig,
     /// Query-time search settings.
@@ -143,8 +147,9 @@ pub struct GatewayOptions {
 
 impl GatewayOptions {
     /// The defaults for the index folder `index`: the lock file and the
-    /// audit log beside it (`<index>.lock.json`, `<index>.audit.jsonl`)
-    /// unless `settings` names them.
+    /// audit log beside it (`<index>.lock.json`, `<index>.audit.jsonl`) and
+    /// the usage log in it (`<index>/usage.jsonl`), unless `settings` names
+    /// them.
     pub fn new(index: PathBuf, settings: GatewayConfig) -> GatewayOptions {
         let beside = |ext: &str| {
             let name = index
@@ -166,6 +171,10 @@ impl GatewayOptions {
                 .approvals_db
                 .clone()
                 .unwrap_or_else(|| beside("approvals.sqlite")),
+            usage_log: settings
+                .usage_log
+                .clone()
+                .unwrap_or_else(|| index.join(toolrag_engine::learn::USAGE_FILE)),
             index,
             settings,
             search: SearchConfig::default(),
@@ -257,6 +266,7 @@ pub struct Gateway {
     limits: limits::ToolLimits,
     states: OnceLock<ApprovalStates>,
     visible: std::sync::Mutex<VisibleCache>,
+    usage: usage::Usage,
 }
 
 /// The tools each principal may see, per catalog: computed once per
@@ -322,6 +332,7 @@ impl Gateway {
         let audit = AuditLog::open(&opts.audit_log)?;
         let policy = Policy::compile(&opts.settings.policy)?;
         let limits = limits::ToolLimits::compile(&opts.settings.tool_calls_per_minute)?;
+        let usage = usage::Usage::open(&opts)?;
         let upstreams = config
             .servers
             .iter()
@@ -341,6 +352,7 @@ impl Gateway {
             limits,
             states: OnceLock::new(),
             visible: std::sync::Mutex::new(VisibleCache::default()),
+            usage,
         });
         let names: Vec<String> = gateway.upstreams.keys().cloned().collect();
         let listed = futures::future::join_all(names.iter().map(|n| gateway.list_server(n))).await;
@@ -427,6 +439,13 @@ impl Gateway {
             })
             .clone();
         Some(set)
+    }
+
+    /// Remembers that `who` searched for `request` and was offered
+    /// `handles` (tool ids, best first), so that a call of one of them is
+    /// recorded for `toolrag learn` with this request.
+    pub fn searched(&self, who: &Principal, request: &str, handles: Vec<String>) {
+        self.usage.searched(who, request, handles);
     }
 
     /// Whether `who` may see the tool `id`.

@@ -97,9 +97,14 @@ impl GatewayServer {
         let span = crate::telemetry::request_span("search_tools", &ctx);
         let who = principal_of(&ctx);
         let visible = self.gateway.visible_to(&who);
-        crate::search(self.gateway.live(), self.gateway.pinned(), args, visible)
+        let query = args.query.clone();
+        let result = crate::search(self.gateway.live(), self.gateway.pinned(), args, visible)
             .instrument(span)
-            .await
+            .await?;
+        if result.is_error != Some(true) {
+            self.gateway.searched(&who, &query, handles_of(&result));
+        }
+        Ok(result)
     }
 
     /// `get_tool`: a tool's full card.
@@ -169,6 +174,20 @@ impl GatewayServer {
         }
         Ok(response)
     }
+}
+
+/// The tool ids of a `search_tools` result's candidates, best first.
+fn handles_of(result: &CallToolResult) -> Vec<String> {
+    result
+        .structured_content
+        .as_ref()
+        .and_then(|v| v.get("candidates"))
+        .and_then(|c| c.as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.get("nodeId").and_then(|n| n.as_str()))
+        .map(|h| super::catalog::id_of(h).to_string())
+        .collect()
 }
 
 #[tool_handler(router = self.tool_router)]

@@ -162,6 +162,10 @@ impl Gateway {
             .collect();
         self.catalog.store(Arc::new(catalog));
         let registry = Registry::from_tools(active).map_err(GatewayError::Index)?;
+        // With the requests `toolrag learn` learnt, as the build will give
+        // them, so that an index that has them counts as current.
+        let registry = toolrag_engine::learn::attach_from(registry, &self.opts.index)
+            .map_err(GatewayError::Index)?;
         // Another gateway on the same index folder (two clients started one
         // each) may be building: wait for it, then build only if its
         // generation is not already this one.
