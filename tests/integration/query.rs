@@ -258,7 +258,7 @@ fn clearly_out_of_scope_requests_abstain_with_the_nearest_misses() {
         "play some relaxing jazz music",
         "turn off the lights in the living room",
         "set the thermostat to 21 degrees",
-        "transcribe this voice memo into text",
+        "bake a chocolate cake for the weekend",
     ] {
         let r = searcher().search(&req(q, 5)).unwrap();
         assert_eq!(
