@@ -68,6 +68,14 @@ class Gateway:
         return self
 
     async def __aexit__(self, *exc):
+        if exc[0] is not None and not issubclass(exc[0], asyncio.CancelledError):
+            # A failed check: report it now, since closing the session can wait
+            # on the gateway for as long as the test runs.
+            import traceback
+
+            traceback.print_exception(*exc)
+            sys.stderr.flush()
+            os._exit(1)
         await self._session.__aexit__(*exc)
         await self._stdio.__aexit__(*exc)
 
@@ -309,12 +317,15 @@ async def http(opts):
 
 
 async def learn(opts):
-    """Learning from use: searches and calls through the gateway, `toolrag learn`, then the same
-    kind of request ranks the called tool first; a failed call teaches nothing; --forget undoes."""
+    """Learning from use: searches and calls through the gateway, `toolrag learn`, then a request
+    of the same kind ranks the called tool first; a failed call teaches nothing; --forget undoes.
+    (One call of get_current_time after "what time is it in Tokyo" is learnt too, but does not
+    move it above convert_time, which BM25 puts well ahead: a learnt request moves its tool only
+    part of the way, the more the more calls taught it.)"""
     import subprocess
 
     current, observe = "tool://time/get_current_time", "tool://memory/add_observations"
-    probes = {"what time is it in Tokyo": current, "remember that Bob likes coffee": observe}
+    probes = {"remember that Bob likes coffee": observe, "remember that Carol prefers email": observe}
     usage = Path(opts.index) / "usage.jsonl"
 
     def rank(found: list[str], handle: str) -> int:
@@ -360,6 +371,8 @@ async def learn(opts):
               or "time/get_current_time" in records[0]["handles"], f"handles {records[0]}")
         check("Asia/Tokyo" not in usage.read_text() and all("arguments" not in r for r in records),
               "arguments are never recorded")
+        check(records[1]["request"] == "remember that something something",
+              f"argument values are taken out of the request: {records[1]['request']}")
 
         learnt = json.loads(toolrag("learn", "--index", opts.index, "--json"))
         summary["learnt"] = sorted(learnt["learnt"])
@@ -367,7 +380,8 @@ async def learn(opts):
               f"learnt {learnt}")
         check(learnt["learn"]["unsuccessful"] == 1, f"report {learnt['learn']}")
         card = json.loads(toolrag("tools", "show", "time/get_current_time", "--index", opts.index))
-        check(card.get("learnt") == ["what time is it in Tokyo"], f"card {card.get('learnt')}")
+        check(card.get("learnt") == [{"request": "what time is it in something", "calls": 1}],
+              f"card {card.get('learnt')}")
 
         # The running gateway follows the rebuilt index.
         async def learnt_now():
@@ -375,13 +389,14 @@ async def learn(opts):
             return all(r == 1 for r in summary["after"].values())
         await until("the called tools rank first", learnt_now)
 
-        toolrag("learn", "--index", opts.index, "--forget", "time/get_current_time")
+        toolrag("learn", "--index", opts.index, "--forget", "memory/add_observations")
 
         async def forgotten():
             summary["forgotten"] = await ranks(gw)
-            return summary["forgotten"]["what time is it in Tokyo"] == summary["before"]["what time is it in Tokyo"]
-        await until("the forgotten tool ranks as before", forgotten)
-        check(summary["forgotten"]["remember that Bob likes coffee"] == 1, "the other tool keeps its learning")
+            return all(summary["forgotten"][q] >= summary["before"][q] for q in probes)
+        await until("the forgotten tool is no higher than before", forgotten)
+        learnt = json.loads((Path(opts.index) / "learnt.json").read_text())
+        check(list(learnt["tools"]) == ["time/get_current_time"], f"the other tool keeps its learning: {learnt}")
     return summary
 
 

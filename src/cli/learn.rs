@@ -113,7 +113,12 @@ pub fn run(mut args: LearnArgs) -> anyhow::Result<ExitCode> {
     }
     let tools = toolrag::index::read_tools(&gen)?;
 
-    let mut previous = Learnt::read(&args.index)?;
+    // A reset needs nothing of the old file, so it also mends a damaged one.
+    let mut previous = if args.reset {
+        Learnt::default()
+    } else {
+        Learnt::read(&args.index)?
+    };
     if args.reset {
         previous.reset();
     }

@@ -122,7 +122,9 @@ pub fn run(cmd: ToolsCommand) -> anyhow::Result<ExitCode> {
                 .clone();
             if !from_index {
                 let learnt = toolrag::learn::Learnt::read(&folder)?;
-                tool.learnt = learnt.requests_of(&tool.id).map(str::to_string).collect();
+                let reg =
+                    toolrag::learn::attach(toolrag::Registry::from_tools(vec![tool])?, &learnt)?;
+                tool = reg.into_tools().remove(0);
             }
             serde_json::to_writer_pretty(&mut out, &tool)?;
             writeln!(out)?;

@@ -13,6 +13,7 @@ const COMMANDS: &[&[&str]] = &[
     &["tools", "list"],
     &["tools", "show"],
     &["index"],
+    &["learn"],
     &["query"],
     &["resolve"],
     &["lint"],

@@ -14,6 +14,7 @@ mod gate;
 mod hardening;
 mod index;
 mod jsonrpc_errors;
+mod learn;
 mod lint;
 mod lint_cli;
 mod lint_real_servers;

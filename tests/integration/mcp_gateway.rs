@@ -419,7 +419,7 @@ fn a_streamable_http_server_is_searched_and_called_through_the_gateway() {
 }
 
 #[test]
-fn learning_from_use_ranks_the_called_tool_first() {
+fn learning_from_use_ranks_the_called_tool_first_and_forget_undoes_it() {
     let s = Setup::fixture(json!({}));
     let time = installed("target/mcp-venv/bin/mcp-server-time", "make mcp-client");
     let npm = |bin: &str| {

@@ -308,17 +308,21 @@ fn index_without_languages() -> tempfile::TempDir {
 #[test]
 fn a_request_in_another_language_is_judged_against_unrelated_requests_in_it() {
     // The model reads French less well than English: this request scores
-    // below most English unrelated requests, and an index without the
-    // languages' calibrations abstains on it. Against French unrelated
-    // requests it stands out, and it navigates to the right tool.
+    // below many English unrelated requests, and an index without the
+    // languages' calibrations abstains on it at a strict setting (0.80, the
+    // default before issue 37). Against French unrelated requests it stands
+    // out above that, and it navigates to the right tool.
     let q = "envoie un e-mail à pierre@example.com pour dire que je serai en retard";
     assert_eq!(calibration::language_of(q), Some("fr"));
-    let r = searcher().search(&req(q, 5)).unwrap();
+    let e: Arc<dyn toolrag::embed::Embedder> = Arc::new(fresh_embedder());
+    let mut strict = SearchConfig::default();
+    strict.abstain_below = 0.80;
+    let languages = Searcher::open(shipped_index(), Some(e.clone()), strict).unwrap();
+    let r = languages.search(&req(q, 5)).unwrap();
     assert_eq!(r.hits[0].id, "email/send_email");
     assert_eq!(r.decision, Decision::Navigate, "{:?}", r.abstain_reason);
-    let e: Arc<dyn toolrag::embed::Embedder> = Arc::new(fresh_embedder());
     let dir = index_without_languages();
-    let old = Searcher::open(dir.path(), Some(e), SearchConfig::default()).unwrap();
+    let old = Searcher::open(dir.path(), Some(e), strict).unwrap();
     assert!(old.calibrator().languages().is_empty());
     let before = old.search(&req(q, 5)).unwrap();
     assert_eq!(
@@ -332,13 +336,13 @@ fn a_request_in_another_language_is_judged_against_unrelated_requests_in_it() {
     // which requests it was measured.
     let q = "bestell mir bitte heute Abend eine große Pizza mit Salami beim Italiener";
     assert_eq!(calibration::language_of(q), Some("de"));
-    let r = searcher().search(&req(q, 5)).unwrap();
+    let r = languages.search(&req(q, 5)).unwrap();
     assert_eq!(r.decision, Decision::Abstain, "{}", r.confidence);
     let why = r.abstain_reason.unwrap();
     assert!(why.contains("in its language (de)"), "{why}");
     // English requests are judged as before.
     for q in ["read the file /etc/hosts", "play some relaxing jazz music"] {
-        let a = searcher().search(&req(q, 5)).unwrap();
+        let a = languages.search(&req(q, 5)).unwrap();
         let b = old.search(&req(q, 5)).unwrap();
         assert_eq!(
             (a.decision, a.confidence),

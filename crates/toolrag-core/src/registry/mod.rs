@@ -25,8 +25,8 @@ pub use crate::error::{LoadError, LoadErrors, Location};
 pub use docstring::{parse as parse_docstring, DocParts};
 pub use limits::{LoadLimits, LIMIT_NAMES};
 pub use model::{
-    may_be_destructive, Annotations, Boundary, Deprecation, EdgeCase, Example, Source,
-    SourceFormat, ToolDef, HANDLE_SCHEME,
+    may_be_destructive, Annotations, Boundary, Deprecation, EdgeCase, Example, LearntRequest,
+    Source, SourceFormat, ToolDef, HANDLE_SCHEME,
 };
 pub use resolve::ToolResolver;
 

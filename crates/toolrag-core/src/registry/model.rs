@@ -66,7 +66,7 @@ pub struct ToolDef {
     /// format: the build attaches them from the index folder's `learnt.json`,
     /// and they are searched like `examples`, as dense points of their own.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub learnt: Vec<String>,
+    pub learnt: Vec<LearntRequest>,
     /// Where the tool was defined.
     pub source: Source,
 }
@@ -188,6 +188,16 @@ pub struct Example {
     /// The tool arguments, as a JSON object, when given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments: Option<Value>,
+}
+
+/// A request learnt from use: after it, an agent called the tool, and the
+/// call succeeded, `calls` times.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LearntRequest {
+    /// The request, its particulars taken out.
+    pub request: String,
+    /// How many successful calls taught it.
+    pub calls: u32,
 }
 
 /// An edge case and the tool's behaviour on it.

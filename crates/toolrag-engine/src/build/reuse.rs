@@ -17,22 +17,21 @@ pub fn content_hash(tool: &ToolDef) -> String {
     hex::encode(&Sha256::digest(&bytes)[..16])
 }
 
-pub(super) fn text_hash(text: &str) -> [u8; 16] {
-    let d = Sha256::digest(text.as_bytes());
-    let mut h = [0u8; 16];
-    h.copy_from_slice(&d[..16]);
-    h
-}
+pub(super) use crate::index::dense::text_hash;
 
 /// The texts of one tool to embed: its document, then each example request,
-/// then each learnt request (a point like an example's).
+/// then each learnt request.
 pub(super) fn tool_texts(tool: &ToolDef) -> Vec<(PointKind, String)> {
     let mut out = vec![(PointKind::Tool, document_text(tool))];
-    let requests = tool.examples.iter().map(|e| e.request.as_str());
-    for r in requests.chain(tool.learnt.iter().map(String::as_str)) {
+    let examples = tool
+        .examples
+        .iter()
+        .map(|e| (PointKind::Example, &e.request));
+    let learnt = tool.learnt.iter().map(|l| (PointKind::Learnt, &l.request));
+    for (kind, r) in examples.chain(learnt) {
         let r = r.trim();
         if !r.is_empty() {
-            out.push((PointKind::Example, r.to_string()));
+            out.push((kind, r.to_string()));
         }
     }
     out

@@ -7,9 +7,19 @@
 //! its arguments or result. [`learn`] turns the log into [`Learnt`]
 //! (`learnt.json`, beside the generations), and every build of the folder
 //! gives each tool its learnt requests ([`attach`]), which are embedded as
-//! dense points of the tool exactly as its documented example requests are
-//! (the multi-vector path): a later request like a learnt one finds the
-//! tool through that point.
+//! dense points of the tool, like its documented example requests (the
+//! multi-vector path), of their own kind (`PointKind::Learnt`): a later
+//! request like a learnt one finds the tool through that point.
+//!
+//! What is learnt is what a request asks, not what it names: the call's
+//! argument values (by the gateway, before the record is written) and words
+//! that read as values (by [`mask_request`]) become a placeholder, and a
+//! request left with fewer than two words teaches nothing. And a learnt
+//! point counts together with its tool's own texts, never alone: the dense
+//! retriever scores the tool the mean of its best learnt similarity and its
+//! own, when that is more. Without these two, learnt requests that shared a
+//! name or a path with later requests of other tools took their places
+//! (research/LOG.md, "Learning from use").
 //!
 //! The guards against a poisoned stream:
 //! - only successful calls count, and only of principals allowed to teach;
@@ -22,6 +32,7 @@
 //!   it all.
 
 mod learnt;
+mod mask;
 mod usage;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -29,9 +40,10 @@ use std::path::Path;
 
 use chrono::{DateTime, Utc};
 use toolrag_core::error::Result;
-use toolrag_core::registry::{Registry, ToolDef};
+use toolrag_core::registry::{LearntRequest, Registry, ToolDef};
 
 pub use learnt::{Learnt, LearntExample, LEARNT_FILE, USAGE_FILE};
+pub use mask::{mask_request, mask_values, PLACEHOLDER};
 pub use usage::{read_usage, SkippedLine, UsageLimits, UsageLog, UsageOutcome, UsageRecord};
 
 /// How much [`learn`] keeps.
@@ -74,6 +86,9 @@ pub struct LearnReport {
     pub old_or_forgotten: usize,
     /// Calls of tools the index does not have (any more).
     pub unknown_tools: usize,
+    /// Requests with fewer than two words once their particulars (names,
+    /// paths, numbers) are taken out.
+    pub too_short: usize,
     /// Calls of a tool after a request that was followed more often by
     /// another tool.
     pub outvoted: usize,
@@ -99,6 +114,10 @@ impl std::fmt::Display for LearnReport {
             (self.not_teachers, "by principals who may not teach"),
             (self.old_or_forgotten, "too old or forgotten"),
             (self.unknown_tools, "of tools not in the index"),
+            (
+                self.too_short,
+                "with under two words besides names and values",
+            ),
             (self.outvoted, "outvoted by another tool"),
         ];
         let left: Vec<String> = left
@@ -163,8 +182,13 @@ pub fn learn(
             report.unknown_tools += 1;
             continue;
         };
-        let text = collapse(&r.request);
-        if text.is_empty() {
+        let text = mask_request(&collapse(&r.request), &[]);
+        let words = text
+            .split_whitespace()
+            .filter(|w| !w.starts_with(PLACEHOLDER))
+            .count();
+        if words < 2 {
+            report.too_short += 1;
             continue;
         }
         report.counted += 1;
@@ -265,9 +289,15 @@ pub fn attach(registry: Registry, learnt: &Learnt) -> Result<Registry> {
             .map(|e| collapse(&e.request).to_lowercase())
             .collect();
         t.learnt = learnt
-            .requests_of(&t.id)
-            .filter(|r| !documented.contains(&r.to_lowercase()))
-            .map(str::to_string)
+            .tools
+            .get(&t.id)
+            .into_iter()
+            .flatten()
+            .filter(|e| !documented.contains(&e.request.to_lowercase()))
+            .map(|e| LearntRequest {
+                request: e.request.clone(),
+                calls: e.calls,
+            })
             .collect();
     }
     Registry::from_tools(tools)

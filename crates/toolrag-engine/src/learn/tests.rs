@@ -37,7 +37,11 @@ fn learns_successful_calls_of_teachers_only() {
         &LearnOptions::default(),
     );
     let got: Vec<&str> = learnt.requests_of("git/git_log").collect();
-    assert_eq!(got, ["show the last 5 commits"]);
+    assert_eq!(
+        got,
+        ["show the last something commits"],
+        "the number is taken out"
+    );
     assert_eq!(report.unsuccessful, 2);
     assert_eq!(report.not_teachers, 1);
     assert_eq!(report.unknown_tools, 1);
@@ -72,17 +76,55 @@ fn a_request_counts_for_the_tool_called_most_after_it() {
 }
 
 #[test]
+fn requests_that_are_only_particulars_teach_nothing() {
+    let ok = UsageOutcome::Succeeded;
+    let records = vec![
+        rec("ann", "Tokyo?", "math/add", ok),
+        rec("ann", "/etc/hosts", "math/add", ok),
+        rec("ann", "add 2 and 3", "math/add", ok),
+        rec("ann", "add 4 and 5", "math/add", ok),
+    ];
+    let (learnt, report) = learn(
+        &records,
+        &tools(),
+        &Learnt::default(),
+        &LearnOptions::default(),
+    );
+    assert_eq!(report.too_short, 2);
+    let add = &learnt.tools["math/add"];
+    assert_eq!(
+        add.len(),
+        1,
+        "one request once the numbers are out: {add:?}"
+    );
+    assert_eq!(
+        (add[0].request.as_str(), add[0].calls),
+        ("add something and something", 2)
+    );
+}
+
+#[test]
 fn one_principal_cannot_fill_a_tool_past_its_cap() {
     let ok = UsageOutcome::Succeeded;
+    let words = |i: u8| format!("{}{}", (b'a' + i / 26) as char, (b'a' + i % 26) as char);
     let mut records: Vec<UsageRecord> = (0..30)
-        .map(|i| rec("mallory", &format!("add request {i}"), "math/add", ok))
+        .map(|i| {
+            rec(
+                "mallory",
+                &format!("add request {}", words(i)),
+                "math/add",
+                ok,
+            )
+        })
         .collect();
     records.push(rec("ann", "sum 2 and 2", "math/add", ok));
     let opts = LearnOptions::default();
     let (learnt, report) = learn(&records, &tools(), &Learnt::default(), &opts);
     let add = &learnt.tools["math/add"];
     assert_eq!(add.len(), opts.per_principal + 1, "{add:?}");
-    assert!(add.iter().any(|e| e.request == "sum 2 and 2"));
+    assert!(add
+        .iter()
+        .any(|e| e.request == "sum something and something"));
     assert_eq!(report.capped, 30 - opts.per_principal);
 }
 
@@ -175,10 +217,14 @@ fn attach_gives_each_tool_its_learnt_requests() {
     );
     learnt.tools = l.tools;
     let reg = attach(Registry::from_tools(tools()).unwrap(), &learnt).unwrap();
-    assert_eq!(
-        reg.get("git/git_log").unwrap().learnt,
-        ["show the last 5 commits"]
-    );
+    let got: Vec<&str> = reg
+        .get("git/git_log")
+        .unwrap()
+        .learnt
+        .iter()
+        .map(|l| l.request.as_str())
+        .collect();
+    assert_eq!(got, ["show the last something commits"]);
     learnt.forget("git/git_log");
     let reg = attach(reg, &learnt).unwrap();
     assert!(reg.get("git/git_log").unwrap().learnt.is_empty());

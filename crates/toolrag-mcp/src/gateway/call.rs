@@ -131,7 +131,7 @@ impl Gateway {
             Ok(r) => r,
             Err(e) => {
                 self.usage
-                    .called(&caller.principal, &id, UsageOutcome::Failed);
+                    .called(&caller.principal, &id, &args, UsageOutcome::Failed);
                 let message = e.to_string();
                 let _ = audit(
                     AuditRecord::new(&id, &args, Outcome::Failed, DecidedBy::Upstream)
@@ -175,7 +175,7 @@ impl Gateway {
         } else {
             UsageOutcome::ToolError
         };
-        self.usage.called(&caller.principal, &id, used);
+        self.usage.called(&caller.principal, &id, &args, used);
         let mut result = result;
         // An upstream on an older protocol sends no `resultType`; 2026-07-28
         // requires it (rmcp strips it again for older clients).

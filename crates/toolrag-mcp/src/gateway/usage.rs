@@ -10,8 +10,9 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use serde_json::Value;
 use toolrag_auth::{AuthMethod, Principal};
-use toolrag_engine::learn::{UsageLimits, UsageLog, UsageOutcome, UsageRecord};
+use toolrag_engine::learn::{mask_values, UsageLimits, UsageLog, UsageOutcome, UsageRecord};
 
 use super::{GatewayError, GatewayOptions};
 
@@ -87,10 +88,18 @@ impl Usage {
         });
     }
 
-    /// Records that `who` called `tool` with `outcome`, when a recent search
-    /// of theirs offered it. A log that cannot be written is reported and
+    /// Records that `who` called `tool` with `arguments` and `outcome`, when
+    /// a recent search of theirs offered it. The arguments are not recorded,
+    /// and their values are taken out of the recorded request too
+    /// ([`mask_values`]). A log that cannot be written is reported and
     /// otherwise ignored: learning never stops a call.
-    pub(super) fn called(&self, who: &Principal, tool: &str, outcome: UsageOutcome) {
+    pub(super) fn called(
+        &self,
+        who: &Principal,
+        tool: &str,
+        arguments: &Value,
+        outcome: UsageOutcome,
+    ) {
         let Some(log) = &self.log else {
             return;
         };
@@ -111,7 +120,7 @@ impl Usage {
         let record = UsageRecord::new(
             who.name.clone(),
             self.may_teach(who),
-            request,
+            mask_values(&request, &values_of(arguments)),
             handles,
             tool,
             outcome,
@@ -120,4 +129,23 @@ impl Usage {
             tracing::error!("cannot write the usage log: {e}");
         }
     }
+}
+
+/// The string and number values in `arguments`, at any depth (at most 64).
+fn values_of(arguments: &Value) -> Vec<String> {
+    fn walk(v: &Value, out: &mut Vec<String>) {
+        if out.len() >= 64 {
+            return;
+        }
+        match v {
+            Value::String(s) => out.push(s.clone()),
+            Value::Number(n) => out.push(n.to_string()),
+            Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            Value::Object(o) => o.values().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(arguments, &mut out);
+    out
 }

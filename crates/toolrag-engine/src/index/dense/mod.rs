@@ -79,6 +79,20 @@ pub enum PointKind {
     Tool = 0,
     /// One example request of the tool.
     Example = 1,
+    /// One request learnt from use (`toolrag learn`): it counts for its tool
+    /// together with the tool's own texts, never alone (see the dense
+    /// retriever).
+    Learnt = 2,
+}
+
+/// The hash a point keeps of the text it embeds (the first 16 bytes of its
+/// SHA-256), by which a rebuild reuses its vector.
+pub fn text_hash(text: &str) -> [u8; 16] {
+    use sha2::Digest;
+    let d = sha2::Sha256::digest(text.as_bytes());
+    let mut h = [0u8; 16];
+    h.copy_from_slice(&d[..16]);
+    h
 }
 
 /// One vector's metadata.

@@ -138,6 +138,7 @@ impl VectorReader {
             let kind = match rec[4] {
                 0 => PointKind::Tool,
                 1 => PointKind::Example,
+                2 => PointKind::Learnt,
                 _ => return Err(bad("unknown point kind")),
             };
             let mut text_hash = [0u8; 16];
