@@ -26,6 +26,12 @@ use super::ModelArgs;
 /// `toolrag mcp` or `toolrag serve` picks the new index up, and every later
 /// `toolrag index` into the same folder keeps what was learnt.
 ///
+/// What a request teaches is what it asks, not what it names: the call's
+/// argument values, numbers, paths, file names, quoted text and names written
+/// with a capital become "something" ("add to what you know about Priya"
+/// teaches "add to what you know about something"). And a learnt request
+/// lifts its tool only together with the tool's own description, never alone.
+///
 /// What counts, so that a few bad calls cannot steer the index:
 ///   - only calls that succeeded, of tools still in the index, in the last
 ///     --max-age-days;
