@@ -229,3 +229,26 @@ fn attach_gives_each_tool_its_learnt_requests() {
     let reg = attach(reg, &learnt).unwrap();
     assert!(reg.get("git/git_log").unwrap().learnt.is_empty());
 }
+
+#[test]
+fn a_log_compacted_by_another_process_is_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(USAGE_FILE);
+    let limits = UsageLimits::new(2_000, 30.0);
+    let one = UsageLog::open(&path, limits).unwrap();
+    let two = UsageLog::open(&path, limits).unwrap();
+    let ok = UsageOutcome::Succeeded;
+    // `one` fills the log past its limit and compacts it: a new file.
+    for i in 0..20 {
+        let r = rec("ann", &format!("first log request {i}"), "math/add", ok);
+        one.append(&r).unwrap();
+    }
+    let r = rec("bob", "a request after the compaction", "math/add", ok);
+    two.append(&r).unwrap();
+    let (records, _) = read_usage(&path).unwrap();
+    assert_eq!(
+        records.last().unwrap().request,
+        "a request after the compaction",
+        "the second writer follows the new file"
+    );
+}

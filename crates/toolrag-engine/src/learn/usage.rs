@@ -136,11 +136,17 @@ impl UsageLog {
     }
 
     /// Appends `record`, then compacts the log when it has grown past
-    /// [`UsageLimits::max_bytes`].
+    /// [`UsageLimits::max_bytes`]. Another process that shares the log (two
+    /// gateways on one index folder) may have compacted it, replacing the
+    /// file: the log is then opened again, so no later record goes to the
+    /// replaced one.
     pub fn append(&self, record: &UsageRecord) -> Result<()> {
         let mut line = serde_json::to_vec(record).expect("a usage record serialises");
         line.push(b'\n');
         let mut file = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        if replaced(&self.path, &file) {
+            *file = append(&self.path)?;
+        }
         file.write_all(&line)
             .map_err(|e| Error::io(&self.path, e))?;
         let size = file.metadata().map_err(|e| Error::io(&self.path, e))?.len();
@@ -150,6 +156,21 @@ impl UsageLog {
         }
         Ok(())
     }
+}
+
+/// Whether the file at `path` is no longer `file` (renamed over, or gone).
+#[cfg(unix)]
+fn replaced(path: &Path, file: &File) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(path), file.metadata()) {
+        (Ok(now), Ok(open)) => now.ino() != open.ino() || now.dev() != open.dev(),
+        _ => true,
+    }
+}
+
+#[cfg(not(unix))]
+fn replaced(_path: &Path, _file: &File) -> bool {
+    false
 }
 
 /// Ends a last line that a crash cut short, so that it stays one unreadable
