@@ -2,7 +2,7 @@
 
 use predicates::prelude::*;
 
-use crate::common::{jsonl_ids, root, toolrag};
+use crate::common::{jsonl_ids, root, stdout_json, toolrag};
 
 #[test]
 fn list_shows_the_shipped_registry() {
@@ -20,16 +20,8 @@ const JSONL: &str = "tests/fixtures/jsonl/tools.jsonl";
 
 #[test]
 fn list_json_gives_the_ids_of_a_jsonl_registry() {
-    let out = toolrag()
-        .args(["tools", "list", JSONL, "--format", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let rows: Vec<serde_json::Value> =
+        stdout_json(toolrag().args(["tools", "list", JSONL, "--format", "json"]));
     // Every line's id, unchanged and in file order: the ids labelled queries
     // name, not `namespace/name`.
     let ids: Vec<&str> = rows.iter().map(|r| r["id"].as_str().unwrap()).collect();

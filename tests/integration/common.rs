@@ -61,6 +61,18 @@ pub fn embedder() -> &'static FastEmbedder {
     })
 }
 
+/// Runs `cmd`, which must succeed (its stderr is the failure message), and
+/// parses its standard output as JSON.
+pub fn stdout_json<T: serde::de::DeserializeOwned>(cmd: &mut assert_cmd::Command) -> T {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 pub fn toolrag() -> assert_cmd::Command {
     let mut c = assert_cmd::Command::cargo_bin("toolrag").unwrap();
     c.current_dir(root());

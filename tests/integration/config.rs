@@ -10,7 +10,7 @@ use toolrag::index::lexical::FieldBoosts;
 use toolrag::lint::Thresholds;
 use toolrag::search::SearchConfig;
 
-use crate::common::{fixture, root, toolrag};
+use crate::common::{fixture, root, stdout_json, toolrag};
 
 const EXAMPLE: &str = "examples/toolrag.toml";
 
@@ -235,20 +235,14 @@ fn every_command_that_reads_the_config_refuses_a_bad_one() {
 fn kebab_case_settings_change_what_query_answers() {
     let dir = tempfile::tempdir().unwrap();
     let run = |cfg: &Path| -> serde_json::Value {
-        let out = toolrag()
-            .args(["query", "list the directory", "--mode", "lexical"])
-            .args(["--format", "json", "-k", "1", "--config"])
-            .arg(cfg)
-            .arg("--index")
-            .arg(lexical_index())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
+        stdout_json(
+            toolrag()
+                .args(["query", "list the directory", "--mode", "lexical"])
+                .args(["--format", "json", "-k", "1", "--config"])
+                .arg(cfg)
+                .arg("--index")
+                .arg(lexical_index()),
+        )
     };
     let plain = run(&write_config(&dir, ""));
     assert_ne!(plain["decision"], "ABSTAIN", "{plain}");

@@ -7,23 +7,17 @@ use std::path::Path;
 
 use predicates::prelude::*;
 
-use crate::common::toolrag;
+use crate::common::{stdout_json, toolrag};
 
 const TAUGHT: &str = r#"{"at":"2026-12-01T00:00:00Z","principal":"local","teach":true,"request":"ping the ops channel that the deploy is finished","handles":["chat/list_channels","chat/post_message"],"tool":"chat/post_message","outcome":"succeeded"}"#;
 const PROBE: &str = "ping the release channel that we are done";
 
 fn rank_of(index: &Path, tool: &str) -> usize {
-    let out = toolrag()
-        .args(["query", PROBE, "-k", "10", "--format", "json", "--index"])
-        .arg(index)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let v: serde_json::Value = stdout_json(
+        toolrag()
+            .args(["query", PROBE, "-k", "10", "--format", "json", "--index"])
+            .arg(index),
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let hits = v["hits"].as_array().expect("hits");
     hits.iter()
         .position(|h| h["id"] == tool)

@@ -32,6 +32,26 @@ impl Setup {
         s
     }
 
+    /// The real reference servers as the upstream: time (PyPI), memory and
+    /// filesystem (npm, serving the temporary folder).
+    fn reference_servers() -> Setup {
+        let s = Setup::fixture(json!({}));
+        let time = installed("target/mcp-venv/bin/mcp-server-time", "make mcp-client");
+        let npm = |bin: &str| {
+            installed(
+                &format!("target/mcp-npm/node_modules/.bin/{bin}"),
+                "make mcp-servers",
+            )
+        };
+        s.write_upstream(json!({"mcpServers": {
+            "time": {"command": time, "args": ["--local-timezone", "UTC"]},
+            "memory": {"command": npm("mcp-server-memory"),
+                       "env": {"MEMORY_FILE_PATH": s.path("memory.jsonl")}},
+            "filesystem": {"command": npm("mcp-server-filesystem"), "args": [s.dir.path()]},
+        }}));
+        s
+    }
+
     fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
@@ -132,21 +152,8 @@ impl Setup {
 
 #[test]
 fn real_servers_are_searched_read_and_called_through_the_gateway() {
-    let s = Setup::fixture(json!({}));
+    let s = Setup::reference_servers();
     std::fs::write(s.path("hello.txt"), "hi").unwrap();
-    let time = installed("target/mcp-venv/bin/mcp-server-time", "make mcp-client");
-    let npm = |bin: &str| {
-        installed(
-            &format!("target/mcp-npm/node_modules/.bin/{bin}"),
-            "make mcp-servers",
-        )
-    };
-    s.write_upstream(json!({"mcpServers": {
-        "time": {"command": time, "args": ["--local-timezone", "UTC"]},
-        "memory": {"command": npm("mcp-server-memory"),
-                   "env": {"MEMORY_FILE_PATH": s.path("memory.jsonl")}},
-        "filesystem": {"command": npm("mcp-server-filesystem"), "args": [s.dir.path()]},
-    }}));
     let summary = s.scenario("real", None);
     assert!(
         summary["time"].as_str().unwrap().contains("Asia/Tokyo"),
@@ -420,20 +427,7 @@ fn a_streamable_http_server_is_searched_and_called_through_the_gateway() {
 
 #[test]
 fn learning_from_use_ranks_the_called_tool_first_and_forget_undoes_it() {
-    let s = Setup::fixture(json!({}));
-    let time = installed("target/mcp-venv/bin/mcp-server-time", "make mcp-client");
-    let npm = |bin: &str| {
-        installed(
-            &format!("target/mcp-npm/node_modules/.bin/{bin}"),
-            "make mcp-servers",
-        )
-    };
-    s.write_upstream(json!({"mcpServers": {
-        "time": {"command": time, "args": ["--local-timezone", "UTC"]},
-        "memory": {"command": npm("mcp-server-memory"),
-                   "env": {"MEMORY_FILE_PATH": s.path("memory.jsonl")}},
-        "filesystem": {"command": npm("mcp-server-filesystem"), "args": [s.dir.path()]},
-    }}));
+    let s = Setup::reference_servers();
     let summary = s.scenario("learn", None);
     // The Python client checked every step; the summary says what it saw.
     for (q, before) in summary["before"].as_object().unwrap() {

@@ -11,7 +11,7 @@ use toolrag::index::{build, BuildModel, BuildOptions};
 use toolrag::registry::{LoadOptions, Registry};
 use toolrag::search::{calibration, khipu, Decision, Mode, SearchConfig, SearchRequest, Searcher};
 
-use crate::common::{fresh_embedder, shipped_tools, toolrag};
+use crate::common::{fresh_embedder, shipped_tools, stdout_json, toolrag};
 
 /// One index of tools/ for every test here, built once with the real model.
 fn shipped_index() -> &'static Path {
@@ -404,25 +404,19 @@ fn every_khipu_output_meets_the_contract() {
 
 #[test]
 fn the_cli_khipu_format_validates_too() {
-    let out = toolrag()
-        .args([
-            "query",
-            "post a message in #deploys",
-            "-k",
-            "4",
-            "--format",
-            "khipu",
-            "--index",
-        ])
-        .arg(shipped_index())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let set: Value = stdout_json(
+        toolrag()
+            .args([
+                "query",
+                "post a message in #deploys",
+                "-k",
+                "4",
+                "--format",
+                "khipu",
+                "--index",
+            ])
+            .arg(shipped_index()),
     );
-    let set: Value = serde_json::from_slice(&out.stdout).unwrap();
     let v = candidate_validator();
     assert_eq!(set["candidates"].as_array().unwrap().len(), 4);
     for c in set["candidates"].as_array().unwrap() {

@@ -15,7 +15,7 @@ use toolrag::eval::{load_queries, score_rankings};
 use toolrag::registry::{LoadOptions, Registry};
 use toolrag::search::khipu;
 
-use crate::common::{fixture, jsonl_ids, root, toolrag};
+use crate::common::{fixture, jsonl_ids, root, stdout_json, toolrag};
 use crate::eval::{
     assert_same, read_rankings, report_rankings, shipped_golden, GOLDEN, RECORDED_SCORES,
 };
@@ -120,18 +120,12 @@ fn every_dataset_loads_with_its_ids_and_its_queries_name_them() {
 #[test]
 #[ignore = "needs the team's shared folder: make check-shared"]
 fn tools_list_json_gives_the_bfcl_ids() {
-    let out = toolrag()
-        .args(["tools", "list"])
-        .arg(shared("data/bfcl/tools.jsonl"))
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let rows: Vec<Value> = stdout_json(
+        toolrag()
+            .args(["tools", "list"])
+            .arg(shared("data/bfcl/tools.jsonl"))
+            .args(["--format", "json"]),
     );
-    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(rows.len(), 3258);
     assert_eq!(rows[0]["id"], "determine_body_mass_index#ab2e0d91");
 }
