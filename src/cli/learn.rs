@@ -121,13 +121,12 @@ pub fn run(mut args: LearnArgs) -> anyhow::Result<ExitCode> {
 
     // A reset needs nothing of the old file, so it also mends a damaged one.
     let mut previous = if args.reset {
-        Learnt::default()
+        let mut fresh = Learnt::default();
+        fresh.reset();
+        fresh
     } else {
         Learnt::read(&args.index)?
     };
-    if args.reset {
-        previous.reset();
-    }
     for t in &args.forget {
         let id = t
             .strip_prefix(toolrag::registry::HANDLE_SCHEME)

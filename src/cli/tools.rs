@@ -121,10 +121,7 @@ pub fn run(cmd: ToolsCommand) -> anyhow::Result<ExitCode> {
                 })?
                 .clone();
             if !from_index {
-                let learnt = toolrag::learn::Learnt::read(&folder)?;
-                let reg =
-                    toolrag::learn::attach(toolrag::Registry::from_tools(vec![tool])?, &learnt)?;
-                tool = reg.into_tools().remove(0);
+                tool.learnt = toolrag::learn::Learnt::read(&folder)?.requests_for(&tool);
             }
             serde_json::to_writer_pretty(&mut out, &tool)?;
             writeln!(out)?;

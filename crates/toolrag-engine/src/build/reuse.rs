@@ -17,7 +17,12 @@ pub fn content_hash(tool: &ToolDef) -> String {
     hex::encode(&Sha256::digest(&bytes)[..16])
 }
 
-pub(super) use crate::index::dense::text_hash;
+pub(super) fn text_hash(text: &str) -> [u8; 16] {
+    let d = Sha256::digest(text.as_bytes());
+    let mut h = [0u8; 16];
+    h.copy_from_slice(&d[..16]);
+    h
+}
 
 /// The texts of one tool to embed: its document, then each example request,
 /// then each learnt request.

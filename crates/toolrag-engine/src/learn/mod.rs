@@ -229,11 +229,7 @@ pub fn learn(
         ..Learnt::default()
     };
     for (id, mut candidates) in per_tool {
-        let documented: HashSet<String> = known[id]
-            .examples
-            .iter()
-            .map(|e| collapse(&e.request).to_lowercase())
-            .collect();
+        let documented = documented(known[id]);
         let before = candidates.len();
         candidates.retain(|(key, _)| !documented.contains(key));
         report.documented += before - candidates.len();
@@ -283,24 +279,37 @@ pub fn attach(registry: Registry, learnt: &Learnt) -> Result<Registry> {
     }
     let mut tools = registry.into_tools();
     for t in &mut tools {
-        let documented: HashSet<String> = t
-            .examples
+        t.learnt = learnt.requests_for(t);
+    }
+    Registry::from_tools(tools)
+}
+
+impl Learnt {
+    /// The learnt requests of `tool`, best first, without those that are
+    /// already among its documented examples.
+    pub fn requests_for(&self, tool: &ToolDef) -> Vec<LearntRequest> {
+        let Some(examples) = self.tools.get(&tool.id) else {
+            return Vec::new();
+        };
+        let documented = documented(tool);
+        examples
             .iter()
-            .map(|e| collapse(&e.request).to_lowercase())
-            .collect();
-        t.learnt = learnt
-            .tools
-            .get(&t.id)
-            .into_iter()
-            .flatten()
             .filter(|e| !documented.contains(&e.request.to_lowercase()))
             .map(|e| LearntRequest {
                 request: e.request.clone(),
                 calls: e.calls,
             })
-            .collect();
+            .collect()
     }
-    Registry::from_tools(tools)
+}
+
+/// The documented example requests of `tool`, as requests are compared:
+/// whitespace collapsed, lowercase.
+fn documented(tool: &ToolDef) -> HashSet<String> {
+    tool.examples
+        .iter()
+        .map(|e| collapse(&e.request).to_lowercase())
+        .collect()
 }
 
 /// `registry` with the learnt requests of the index folder `index` (see

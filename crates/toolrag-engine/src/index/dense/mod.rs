@@ -85,16 +85,6 @@ pub enum PointKind {
     Learnt = 2,
 }
 
-/// The hash a point keeps of the text it embeds (the first 16 bytes of its
-/// SHA-256), by which a rebuild reuses its vector.
-pub fn text_hash(text: &str) -> [u8; 16] {
-    use sha2::Digest;
-    let d = sha2::Sha256::digest(text.as_bytes());
-    let mut h = [0u8; 16];
-    h.copy_from_slice(&d[..16]);
-    h
-}
-
 /// One vector's metadata.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Point {
