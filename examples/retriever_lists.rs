@@ -16,7 +16,9 @@
 //!
 //! The first line is `{"tools": [ids in ordinal order], "terms": N}`; then
 //! one line per request: `{"id", "terms": [[term, df, max]], "lexical":
-//! [[ordinal, score]], "dense": [[ordinal, score]], "lang"}`, where `lang`
+//! [[ordinal, score]], "dense": [[ordinal, score]], "per_term": [[[ordinal,
+//! impact]] per term], "lang"}`: `per_term` holds, for each analysed term in
+//! order, what it adds to each tool of the lexical list that has it. `lang`
 //! is the code of the calibrated language whose noise the searcher judges
 //! the request against when the English noise would abstain on it (null
 //! when there is none: `calibration::language_of`). The model is found as
@@ -78,20 +80,30 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let q: Value =
             serde_json::from_str(&line).map_err(|e| format!("{queries}:{}: {e}", n + 1))?;
         let text = q["query"].as_str().ok_or("a line without `query`")?.trim();
-        let terms: Vec<Value> = stats
-            .analyse(text)
-            .into_iter()
-            .map(|t| match stats.impacts().term_stats(&t) {
+        let analysed = stats.analyse(text);
+        let terms: Vec<Value> = analysed
+            .iter()
+            .map(|t| match stats.impacts().term_stats(t) {
                 Some((df, max)) => json!([t, df, max]),
                 None => json!([t, null, null]),
             })
             .collect();
         let l = lexical.retrieve(text, depth, None)?;
         let d = dense.retrieve(text, depth, None)?;
+        let in_list: std::collections::HashSet<u32> = l.iter().map(|x| x.0).collect();
+        let keep = |o: u32| in_list.contains(&o);
+        let per_term: Vec<Vec<(u32, f32)>> = analysed
+            .iter()
+            .map(|t| {
+                stats
+                    .impacts()
+                    .search(std::slice::from_ref(t), depth, Some(&keep))
+            })
+            .collect();
         writeln!(
             out,
             "{}",
-            json!({"id": q["id"], "terms": terms, "lexical": l, "dense": d,
+            json!({"id": q["id"], "terms": terms, "lexical": l, "dense": d, "per_term": per_term,
                    "lang": toolrag::search::calibration::language_of(text)})
         )?;
     }
