@@ -2,8 +2,9 @@
 
 Needs the per-term impacts that examples/retriever_lists.rs now dumps ("per_term"), so run
 `research/eval/lodo --no-build --refresh` once after building it. For every labelled set it
-prints R@1 / R@5 of lexical, dense and today's calibrated hybrid (0.7 / 0.25), then of the same
-with each query term's BM25 impact weighted by how rarely everyday requests use it: the term's
+prints R@1 / R@5 of lexical, dense and the calibrated hybrid (0.7 / 0.25, without the
+first-place step that came after this study), then of the same with each query term's BM25
+impact weighted by how rarely everyday requests use it: the term's
 IDF among the English calibration requests (crates/toolrag-engine/src/search/background.txt),
 scaled to 1 for a term none of them has ("idf"), and that weight squared ("idf^2"). The
 calibration lists are re-scored the same way (each request's terms with their count less its
@@ -15,24 +16,15 @@ Usage: python3 research/eval/rank1_terms.py [WORK]   (WORK: a lodo folder, defau
 from __future__ import annotations
 
 import collections
-import importlib.machinery
-import importlib.util
 import json
 import math
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from name_phrases import load_lodo  # noqa: E402
+
 W, Q0 = 0.7, 0.25  # the shipped calibrated fusion
-
-
-def load_lodo():
-    loader = importlib.machinery.SourceFileLoader("lodo", str(ROOT / "research" / "eval" / "lodo"))
-    spec = importlib.util.spec_from_loader("lodo", loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
-
 
 lodo = load_lodo()
 
@@ -72,7 +64,8 @@ def weighted(work: Path, name: str, power: float):
     cal = lodo.Calibration({str(r["id"]): {**r, "lexical": rescore(r, 1)} for r in bg})
 
     def hybrid(r: dict) -> list[int]:
-        return [o for o, _ in lodo.calibrated(cal, {**r, "lexical": rescore(r, 0)}, W, Q0)]
+        return [o for o, _ in lodo.calibrated(cal, {**r, "lexical": rescore(r, 0)}, W, Q0,
+                                              first=False)]
 
     return hybrid, lambda r: [o for o, _ in rescore(r, 0)]
 
@@ -85,7 +78,8 @@ def main() -> None:
         h1, l1 = weighted(work, name, 1.0)
         h2, l2 = weighted(work, name, 2.0)
         rankers = [lambda r: [o for o, _ in r["lexical"]], lambda r: [o for o, _ in r["dense"]],
-                   lambda r, s=s: [o for o, _ in lodo.calibrated(s.cal, r, W, Q0)], l1, h1, l2, h2]
+                   lambda r, s=s: [o for o, _ in lodo.calibrated(s.cal, r, W, Q0, first=False)],
+                   l1, h1, l2, h2]
         cells = []
         for rank in rankers:
             r1 = r5 = 0.0

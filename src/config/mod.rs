@@ -14,7 +14,7 @@
 //! clause-penalty = 0.0
 //! clause-depth = 10
 //! query-cache = 1024
-//! abstain-below = 0.66                # a share of the calibration requests
+//! abstain-below = 0.82                # a share of the calibration requests
 //! min-dense = -1.0                     # off
 //! min-lexical = 0.0
 //! pinned = []                          # added to the top-level `pinned`

@@ -7,7 +7,13 @@
 //! everyday requests that almost no registry serves, written once and never
 //! tuned on a labelled set) through the registry's own retrievers, and keeps
 //! each retriever's best raw score for each of them: the registry's noise,
-//! measured with no labelled query. Against it, a retriever's best score on
+//! measured with no labelled query. A calibration request on which both
+//! retrievers put the same tool first is left out of the noise that the
+//! decision judges against: the registry likely serves it (a registry of
+//! everyday tools, such as recipes, distances and shopping, serves many of
+//! them), and counting it as unrelated text would make good requests there
+//! look like noise ([`Calibration::served`]; fusion's evidence still counts
+//! every request). Against it, a retriever's best score on
 //! a request becomes a **share**: the fraction of calibration requests whose
 //! best is lower. A share means the same on every registry ("stronger than
 //! 80% of unrelated requests here"), and it drives three things:
@@ -17,8 +23,9 @@
 //!   (`(share - NOISE) / (1 - NOISE)`, 0 below). A lone weak match on one
 //!   common word is weak evidence, and its list then weighs little or, below
 //!   the noise quantile, nothing;
-//! - **the confidence of a search**: the fusion weights' mix of the
-//!   retrievers' shares, in [0, 1]; `abstain-below` is a threshold on it;
+//! - **the confidence of a search**: the larger of the retrievers' shares,
+//!   in [0, 1] (one retriever standing out from the noise is enough);
+//!   `abstain-below` is a threshold on it;
 //! - **agreement**: when the retrievers put the same tool first, each with a
 //!   share above [`AGREEMENT`] (better than the median unrelated request),
 //!   the search never abstains.
@@ -184,14 +191,22 @@ pub struct Calibration {
     /// the English requests.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub languages: BTreeMap<String, Calibration>,
+    /// The calibration requests (indexes into `tops`) on which both
+    /// retrievers put the same tool first: the registry likely serves them,
+    /// so the decision's shares leave them out of the noise (and `hubness`
+    /// and `hub_tops` are measured without them); fusion's evidence counts
+    /// every request. Empty for an index built before issue 37.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub served: Vec<u32>,
 }
 
 pub use crate::index::manifest::CalibrationSummary;
 
 impl Calibration {
     /// Each retriever's best raw scores, ascending, by retriever id (a
-    /// request on which it found nothing counts as -1).
-    fn sorted_tops(&self) -> HashMap<String, Vec<f32>> {
+    /// request on which it found nothing counts as -1); with `unrelated`,
+    /// only the requests the registry does not serve.
+    fn sorted_tops(&self, unrelated: bool) -> HashMap<String, Vec<f32>> {
         self.retrievers
             .iter()
             .enumerate()
@@ -199,7 +214,9 @@ impl Calibration {
                 let mut v: Vec<f32> = self
                     .tops
                     .iter()
-                    .map(|t| t.get(i).copied().flatten().unwrap_or(-1.0))
+                    .enumerate()
+                    .filter(|(n, _)| !unrelated || !self.served.contains(&(*n as u32)))
+                    .map(|(_, t)| t.get(i).copied().flatten().unwrap_or(-1.0))
                     .collect();
                 v.sort_by(f32::total_cmp);
                 (id.clone(), v)
@@ -212,7 +229,7 @@ impl Calibration {
         CalibrationSummary {
             requests: self.tops.len(),
             medians: self
-                .sorted_tops()
+                .sorted_tops(false)
                 .into_iter()
                 .map(|(id, v)| {
                     let m = if v.is_empty() { 0.0 } else { v[v.len() / 2] };
@@ -228,7 +245,10 @@ impl Calibration {
 /// for English and for each calibrated language.
 #[derive(Debug, Clone, Default)]
 pub struct Calibrator {
+    /// Every calibration request's bests, ascending (fusion's evidence).
     tops: HashMap<String, Vec<f32>>,
+    /// The unrelated requests' bests, ascending (the decision's shares).
+    noise: HashMap<String, Vec<f32>>,
     hubness: Vec<f32>,
     /// The calibration requests' hub-corrected bests, ascending.
     hub_tops: Vec<f32>,
@@ -288,7 +308,8 @@ impl Calibrator {
             };
         hub_tops.sort_by(f32::total_cmp);
         Calibrator {
-            tops: calibration.sorted_tops(),
+            tops: calibration.sorted_tops(false),
+            noise: calibration.sorted_tops(true),
             hubness,
             hub_tops,
             language: None,
@@ -325,21 +346,37 @@ impl Calibrator {
         self.tops.get(id).is_some_and(|v| !v.is_empty())
     }
 
-    /// The share of calibration requests whose best score from retriever
-    /// `id` is below `best`; `None` for a retriever the calibration did not
-    /// measure.
+    /// The share of the unrelated calibration requests (those the registry
+    /// does not serve, [`Calibration::served`]) whose best score from
+    /// retriever `id` is below `best`; `None` for a retriever the
+    /// calibration did not measure.
     pub fn share(&self, id: &str, best: f32) -> Option<f32> {
+        share_in(&self.noise, id, best)
+    }
+
+    /// The raw score at retriever `id`'s noise level: the [`NOISE`] quantile
+    /// of the calibration requests' best scores (a request on which it found
+    /// nothing counting as -1). `None` for a retriever the calibration did
+    /// not measure.
+    pub fn noise_level(&self, id: &str) -> Option<f32> {
         let tops = self.tops.get(id).filter(|v| !v.is_empty())?;
-        Some(tops.partition_point(|&t| t < best) as f32 / tops.len() as f32)
+        let at = ((NOISE * tops.len() as f32) as usize).min(tops.len() - 1);
+        Some(tops[at])
     }
 
     /// The evidence of retriever `id` on a request whose best score is
-    /// `best`: its share above [`NOISE`], rescaled to [0, 1]. A retriever
-    /// the calibration did not measure counts in full (1).
+    /// `best`: its share among every calibration request above [`NOISE`],
+    /// rescaled to [0, 1]. A retriever the calibration did not measure
+    /// counts in full (1).
     pub fn evidence(&self, id: &str, best: f32) -> f32 {
-        self.share(id, best)
-            .map_or(1.0, |s| ((s - NOISE) / (1.0 - NOISE)).max(0.0))
+        share_in(&self.tops, id, best).map_or(1.0, |s| ((s - NOISE) / (1.0 - NOISE)).max(0.0))
     }
+}
+
+/// The share of `tops[id]` below `best`; `None` when it has none.
+fn share_in(tops: &HashMap<String, Vec<f32>>, id: &str, best: f32) -> Option<f32> {
+    let tops = tops.get(id).filter(|v| !v.is_empty())?;
+    Some(tops.partition_point(|&t| t < best) as f32 / tops.len() as f32)
 }
 
 /// Runs every set of calibration requests ([`request_sets`]) through
@@ -386,8 +423,11 @@ fn measure_set(
         out.retrievers.push(dense::ID.to_string());
     }
     let mut dense_lists = Vec::new();
+    let mut firsts = Vec::new();
     for (i, q) in requests.iter().enumerate() {
-        let mut tops = vec![lexical.retrieve(q, 1, None)?.first().map(|x| round(x.1))];
+        let lexical_first = lexical.retrieve(q, 1, None)?.first().copied();
+        let mut tops = vec![lexical_first.map(|x| round(x.1))];
+        let mut dense_first = None;
         if let Some(d) = dense {
             let list = match vectors {
                 Some(v) => d.retrieve_vectors(
@@ -400,9 +440,25 @@ fn measure_set(
                 None => d.retrieve(q, HUB_DEPTH, None)?,
             };
             tops.push(list.first().map(|x| round(x.1)));
+            dense_first = list.first().map(|x| x.0);
             dense_lists.push(list);
         }
         out.tops.push(tops);
+        firsts.push(
+            lexical_first
+                .map(|x| x.0)
+                .filter(|&o| Some(o) == dense_first),
+        );
+    }
+    // A request on which both retrievers put the same tool first is one the
+    // registry likely serves (a registry of everyday tools serves many):
+    // it is not noise. Unless that would leave none.
+    if firsts.iter().any(Option::is_none) {
+        out.served = (0..firsts.len() as u32)
+            .filter(|&n| firsts[n as usize].is_some())
+            .collect();
+        let mut unrelated = firsts.iter().map(Option::is_none);
+        dense_lists.retain(|_| unrelated.next().unwrap_or(true));
     }
     if dense.is_some() {
         (out.hubness, out.hub_tops) = hubs(&dense_lists);

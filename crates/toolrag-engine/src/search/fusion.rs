@@ -76,15 +76,6 @@ impl Fusion {
         }
     }
 
-    /// The dense weight of the calibrated score behind a search's confidence:
-    /// this fusion's own, or an even mix under RRF, which has none.
-    pub fn calibration_weight(&self) -> f32 {
-        match self {
-            Fusion::Rrf { .. } => 0.5,
-            f => f.dense_share(),
-        }
-    }
-
     /// Whether each list's weight follows its retriever's evidence.
     pub fn is_calibrated(&self) -> bool {
         matches!(self, Fusion::Calibrated { .. })
@@ -128,10 +119,38 @@ pub struct List<'a> {
     pub evidence: f32,
     /// The list, best first, with the retriever's raw scores.
     pub ranked: &'a Ranked,
+    /// The raw score at this registry's noise level: the [`NOISE`] quantile
+    /// of the calibration requests' best scores (calibrated fusion; `None`
+    /// when the retriever was not calibrated). The first place measures a
+    /// [`Normalise::ByRange`] list from it (see [`fuse`]).
+    ///
+    /// [`NOISE`]: super::calibration::NOISE
+    pub floor: Option<f32>,
 }
+
+/// How many of calibrated fusion's first tools the first place is chosen
+/// among (see [`fuse`]): the top 5 stay the same tools, only their order
+/// changes, so R@5 and any handle set of 5 or more are as the mix made them.
+pub const FIRST_AMONG: usize = 5;
 
 /// Fuses `lists` into `(tool ordinal, fused score)`, best first, ties by
 /// ordinal. Each tool's score adds the lists' contributions in slice order.
+///
+/// Calibrated fusion chooses the **first place** on its own. The list's
+/// order is built for the handle set: cosines min-max scaled over the list,
+/// so a tool that both retrievers half-support climbs into the top 5. For
+/// the one tool an agent mostly takes, the question is which tool's
+/// evidence stands furthest above this registry's noise, so the first place
+/// goes to the best tool of the same mix with each [`Normalise::ByRange`]
+/// list measured from its [`List::floor`] (the noise level, 0 below it)
+/// instead of from the list's bottom. On a small registry the bottom of the
+/// dense list is far below the noise, which shrinks a clear dense margin at
+/// the top to a few hundredths, and a lexical match on one name word then
+/// outweighs it. The first place is chosen among the mix's top
+/// [`FIRST_AMONG`]; the rest keep their order and every tool keeps its
+/// fused score, so the first may score below the second. Leave-one-dataset-out
+/// (`research/eval/rank1_first.py`, BENCHMARKS.md "Rank 1"): hybrid R@1
+/// above both its halves on every held-out set, R@5 unchanged.
 pub fn fuse(fusion: Fusion, lists: &[List<'_>]) -> Vec<(u32, f32)> {
     let mut acc: HashMap<u32, f32> =
         HashMap::with_capacity(lists.iter().map(|l| l.ranked.len()).sum());
@@ -143,8 +162,17 @@ pub fn fuse(fusion: Fusion, lists: &[List<'_>]) -> Vec<(u32, f32)> {
                 }
             }
         }
-        Fusion::Weighted { .. } | Fusion::Calibrated { .. } => {
-            return mix(lists, fusion.is_calibrated())
+        Fusion::Weighted { .. } => return mix(lists, false),
+        Fusion::Calibrated { .. } => {
+            let mut out = mix(lists, true);
+            let among: Vec<u32> = out.iter().take(FIRST_AMONG).map(|x| x.0).collect();
+            if let Some(first) = first_above_noise(lists, &among) {
+                if let Some(i) = out.iter().position(|x| x.0 == first) {
+                    let x = out.remove(i);
+                    out.insert(0, x);
+                }
+            }
+            return out;
         }
     }
     let mut out: Vec<(u32, f32)> = acc.into_iter().collect();
@@ -175,6 +203,44 @@ fn mix(lists: &[List<'_>], calibrated: bool) -> Vec<(u32, f32)> {
             .then(a.0.cmp(&b.0))
     });
     out.into_iter().map(|(o, (s, _))| (o, s)).collect()
+}
+
+/// The first place of calibrated fusion (see [`fuse`]): the best tool of
+/// `among` by the evidence-weighted mix with each [`Normalise::ByRange`]
+/// list that has a floor scaled from it, `(s - floor) / (top - floor)`, 0
+/// below; ties as in [`mix`]. `None` when no list has a floor.
+fn first_above_noise(lists: &[List<'_>], among: &[u32]) -> Option<u32> {
+    if lists.iter().all(|l| l.floor.is_none()) {
+        return None;
+    }
+    let mut acc: HashMap<u32, (f32, f32)> = HashMap::new();
+    for list in lists {
+        let scaled = match (list.normalise, list.floor, list.ranked.first()) {
+            (Normalise::ByRange, Some(floor), Some(&(_, top))) => {
+                let floor = floor.min(top - 1e-3);
+                let span = top - floor;
+                list.ranked
+                    .iter()
+                    .map(|&(o, s)| (o, ((s - floor) / span).max(0.0)))
+                    .collect()
+            }
+            _ => list.normalise.apply(list.ranked),
+        };
+        for (ord, s) in scaled {
+            let e = acc.entry(ord).or_default();
+            e.0 += list.weight * list.evidence * s;
+            e.1 += list.weight * s;
+        }
+    }
+    acc.into_iter()
+        .filter(|(o, _)| among.contains(o))
+        .min_by(|a, b| {
+            b.1 .0
+                .total_cmp(&a.1 .0)
+                .then(b.1 .1.total_cmp(&a.1 .1))
+                .then(a.0.cmp(&b.0))
+        })
+        .map(|(o, _)| o)
 }
 
 /// Scores divided by the top score: 1 for the best hit.
@@ -211,6 +277,7 @@ mod tests {
                 weight: 1.0 - w,
                 evidence: 1.0,
                 ranked: lexical,
+                floor: None,
             },
             List {
                 retriever: "dense",
@@ -218,6 +285,7 @@ mod tests {
                 weight: w,
                 evidence: 1.0,
                 ranked: dense,
+                floor: None,
             },
         ]
     }
@@ -275,6 +343,7 @@ mod tests {
                 weight: 0.5,
                 evidence: lexical_evidence,
                 ranked: lexical,
+                floor: None,
             },
             List {
                 retriever: "dense",
@@ -282,6 +351,7 @@ mod tests {
                 weight: 0.5,
                 evidence: dense_evidence,
                 ranked: dense,
+                floor: None,
             },
         ]
     }
@@ -290,6 +360,64 @@ mod tests {
 
     fn order(fused: &[(u32, f32)]) -> Vec<u32> {
         fused.iter().map(|x| x.0).collect()
+    }
+
+    #[test]
+    fn the_first_place_weighs_the_dense_margin_above_the_noise() {
+        // "show the last 5 commits": lexical puts git_show (1) first on the
+        // name word, dense git_log (2) by a clear margin, and the bottom of
+        // the dense list (3) is far below anything the request means.
+        let lexical = [(1, 10.0), (2, 8.0)];
+        let dense = [(2, 0.60), (1, 0.55), (3, 0.20)];
+        let mut lists = calibrated(&lexical, 1.0, &dense, 1.0);
+        let mixed = fuse(CALIBRATED, &lists);
+        assert_eq!(order(&mixed), [1, 2, 3]);
+        // Measured from the registry's noise level, the margin counts.
+        lists[1].floor = Some(0.45);
+        let fused = fuse(CALIBRATED, &lists);
+        assert_eq!(order(&fused), [2, 1, 3]);
+        // Every tool keeps its fused score: the first scores below the second.
+        for (o, s) in &fused {
+            let was = mixed.iter().find(|x| x.0 == *o).unwrap().1;
+            assert_eq!(s.to_bits(), was.to_bits());
+        }
+        assert!(fused[0].1 < fused[1].1);
+        // A floor on a list scaled by its top changes nothing.
+        lists[0].floor = Some(9.0);
+        lists[1].floor = None;
+        assert_eq!(order(&fuse(CALIBRATED, &lists)), [1, 2, 3]);
+        // Other fusions have no first-place step.
+        let f = Fusion::Weighted { dense_weight: 0.5 };
+        let mut weighted = lists;
+        weighted[1].floor = Some(0.45);
+        assert_eq!(order(&fuse(f, &weighted)), order(&fuse(f, &lists)));
+    }
+
+    #[test]
+    fn the_first_place_is_chosen_among_the_top_five_only() {
+        // Tool 9 leads the dense list above the noise but is sixth in the
+        // mix (lexical alone ranks the others): the top five keep their
+        // tools, so it is not promoted.
+        let lexical = [(1, 10.0), (2, 9.9), (3, 9.8), (4, 9.7), (5, 9.6)];
+        let dense = [
+            (9, 0.60),
+            (1, 0.30),
+            (2, 0.30),
+            (3, 0.30),
+            (4, 0.30),
+            (5, 0.30),
+            (6, 0.0),
+        ];
+        let mut lists = calibrated(&lexical, 1.0, &dense, 0.1);
+        let mixed = order(&fuse(CALIBRATED, &lists));
+        assert_eq!(mixed.iter().position(|&o| o == 9), Some(FIRST_AMONG));
+        lists[1].floor = Some(0.35);
+        let fused = order(&fuse(CALIBRATED, &lists));
+        assert_ne!(fused[0], 9);
+        let (mut a, mut b) = (fused[..FIRST_AMONG].to_vec(), mixed[..FIRST_AMONG].to_vec());
+        a.sort_unstable();
+        b.sort_unstable();
+        assert_eq!(a, b);
     }
 
     #[test]

@@ -242,3 +242,39 @@ fn the_requests_are_many_and_distinct() {
     let distinct: std::collections::HashSet<&str> = all.iter().copied().collect();
     assert_eq!(distinct.len(), all.len());
 }
+
+#[test]
+fn served_requests_leave_the_decisions_noise_but_not_fusions() {
+    // Requests 1 and 3 are ones the registry serves (both retrievers agreed).
+    let c = Calibrator::new(&Calibration {
+        served: vec![1, 3],
+        ..cal()
+    });
+    // The decision's share: among requests 0 and 2 only (lexical 2.0 and
+    // none, counted as -1), 3.0 beats both; among all four it beats three.
+    assert_eq!(c.share("lexical", 3.0), Some(1.0));
+    assert_eq!(Calibrator::new(&cal()).share("lexical", 3.0), Some(0.75));
+    // Fusion's evidence still reads every request.
+    let all = Calibrator::new(&cal());
+    assert_eq!(c.evidence("lexical", 3.0), all.evidence("lexical", 3.0));
+    assert_eq!(c.noise_level("dense"), all.noise_level("dense"));
+    // A calibration written before issue 37 has no `served`: every request
+    // is noise, as it was.
+    let old: Calibration =
+        serde_json::from_str(r#"{"retrievers": ["lexical"], "tops": [[1.0], [2.0]]}"#).unwrap();
+    assert!(old.served.is_empty());
+    let json = serde_json::to_string(&Calibration {
+        served: vec![1],
+        ..cal()
+    })
+    .unwrap();
+    assert!(json.contains(r#""served":[1]"#), "{json}");
+}
+
+#[test]
+fn the_noise_level_is_the_noise_quantile_of_every_requests_best() {
+    let c = Calibrator::new(&cal());
+    // dense bests ascending: 0.20 0.25 0.30 0.35; NOISE 0.25 of 4 is index 1.
+    assert_eq!(c.noise_level("dense"), Some(0.25));
+    assert_eq!(c.noise_level("nothing"), None);
+}
