@@ -24,18 +24,25 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from rank1_terms import labelled, lodo  # noqa: E402
+from rank1_terms import labelled, lodo
+
 
 def confidence(form: str):
     def judgements(s, r: dict, w: float) -> list:
         out = []
-        for code, cal in zip(["", r.get("lang") or ""], s.cals_of(r)):
+        for code, cal in zip(["", r.get("lang") or ""], s.cals_of(r), strict=False):
             sl, sd = lodo.shares(cal, r)
-            agree = (sl > lodo.AGREEMENT and sd > lodo.AGREEMENT and bool(r["lexical"])
-                     and bool(r["dense"]) and r["lexical"][0][0] == r["dense"][0][0])
+            agree = (
+                sl > lodo.AGREEMENT
+                and sd > lodo.AGREEMENT
+                and bool(r["lexical"])
+                and bool(r["dense"])
+                and r["lexical"][0][0] == r["dense"][0][0]
+            )
             c = {"mix": (1 - w) * sl + w * sd, "mean": (sl + sd) / 2, "max": max(sl, sd)}[form]
             out.append((code, c, agree))
         return out
+
     return judgements
 
 
@@ -48,8 +55,10 @@ def main() -> None:
             lodo.ROBUST = robust
             lodo.judgements = confidence(form)
             res = lodo.evaluate(labelled(work))
-            label = (f"{'served out' if robust else 'all noise'}, "
-                     f"{ {'mix': 'weighted mix', 'mean': 'mean', 'max': 'larger share'}[form]}")
+            label = (
+                f"{'served out' if robust else 'all noise'}, "
+                f"{ {'mix': 'weighted mix', 'mean': 'mean', 'max': 'larger share'}[form] }"
+            )
             rows[label] = res
     names = list(next(iter(rows.values()))["folds"])
     print("| variant | " + " | ".join(names) + " | worst kept |")

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from rank1_terms import labelled, lodo  # noqa: E402
+from rank1_terms import labelled, lodo
 
 CALIBRATED = lodo.calibrated
 
@@ -36,8 +36,10 @@ def run(work: Path, first: bool) -> dict:
 def main() -> None:
     work = Path(sys.argv[1]) if len(sys.argv) > 1 else lodo.WORK
     before, after = run(work, False), run(work, True)
-    print("| held-out set | w, q0 | lexical R@1 / R@5 | dense R@1 / R@5 | hybrid before | "
-          "hybrid, first above noise | above both halves |")
+    print(
+        "| held-out set | w, q0 | lexical R@1 / R@5 | dense R@1 / R@5 | hybrid before | "
+        "hybrid, first above noise | above both halves |"
+    )
     print("|---|---|---|---|---|---|---|")
     for held, fold in after["folds"].items():
         s = fold["systems"]
@@ -45,10 +47,12 @@ def main() -> None:
         now = s["calibrated (new)"]
         halves = max(s["lexical"]["recall@1"], s["dense"]["recall@1"])
         cell = lambda m: f"{m['recall@1']:.3f} / {m['recall@5']:.3f}"  # noqa: E731
-        print(f"| {held} | {fold['chosen']['w']}, {fold['chosen']['q0']} | {cell(s['lexical'])} | "
-              f"{cell(s['dense'])} | {cell(was)} | {cell(now)} | "
-              f"{'yes' if now['recall@1'] > halves else 'no'} "
-              f"(before: {'yes' if was['recall@1'] > halves else 'no'}) |")
+        print(
+            f"| {held} | {fold['chosen']['w']}, {fold['chosen']['q0']} | {cell(s['lexical'])} | "
+            f"{cell(s['dense'])} | {cell(was)} | {cell(now)} | "
+            f"{'yes' if now['recall@1'] > halves else 'no'} "
+            f"(before: {'yes' if was['recall@1'] > halves else 'no'}) |"
+        )
 
 
 if __name__ == "__main__":

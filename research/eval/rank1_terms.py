@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from name_phrases import load_lodo  # noqa: E402
+from name_phrases import load_lodo
 
 W, Q0 = 0.7, 0.25  # the shipped calibrated fusion
 
@@ -55,7 +55,7 @@ def weighted(work: Path, name: str, power: float):
 
     def rescore(r: dict, own: int) -> list[tuple[int, float]]:
         acc: dict[int, float] = collections.defaultdict(float)
-        for (term, *_), hits in zip(r["terms"], r["per_term"]):
+        for (term, *_), hits in zip(r["terms"], r["per_term"], strict=True):
             w = (math.log((n + 1) / (max(df[term] - own, 0) + 0.5)) / unseen) ** power
             for o, impact in hits:
                 acc[o] += w * impact
@@ -64,8 +64,7 @@ def weighted(work: Path, name: str, power: float):
     cal = lodo.Calibration({str(r["id"]): {**r, "lexical": rescore(r, 1)} for r in bg})
 
     def hybrid(r: dict) -> list[int]:
-        return [o for o, _ in lodo.calibrated(cal, {**r, "lexical": rescore(r, 0)}, W, Q0,
-                                              first=False)]
+        return [o for o, _ in lodo.calibrated(cal, {**r, "lexical": rescore(r, 0)}, W, Q0, first=False)]
 
     return hybrid, lambda r: [o for o, _ in rescore(r, 0)]
 
@@ -77,9 +76,15 @@ def main() -> None:
     for name, s in labelled(work).items():
         h1, l1 = weighted(work, name, 1.0)
         h2, l2 = weighted(work, name, 2.0)
-        rankers = [lambda r: [o for o, _ in r["lexical"]], lambda r: [o for o, _ in r["dense"]],
-                   lambda r, s=s: [o for o, _ in lodo.calibrated(s.cal, r, W, Q0, first=False)],
-                   l1, h1, l2, h2]
+        rankers = [
+            lambda r: [o for o, _ in r["lexical"]],
+            lambda r: [o for o, _ in r["dense"]],
+            lambda r, s=s: [o for o, _ in lodo.calibrated(s.cal, r, W, Q0, first=False)],
+            l1,
+            h1,
+            l2,
+            h2,
+        ]
         cells = []
         for rank in rankers:
             r1 = r5 = 0.0

@@ -30,8 +30,7 @@ def main() -> None:
     options = ort.SessionOptions()
     options.intra_op_num_threads = 2
     options.inter_op_num_threads = 1
-    session = ort.InferenceSession(str(MODEL / "model.onnx"), options,
-                                   providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(str(MODEL / "model.onnx"), options, providers=["CPUExecutionProvider"])
     inputs = {i.name for i in session.get_inputs()}
     tok = Tokenizer.from_file(str(MODEL / "tokenizer.json"))
     tools = []
@@ -44,8 +43,10 @@ def main() -> None:
         tok.enable_truncation(max_len)
         tok.enable_padding()
         enc = tok.encode_batch(batch)
-        feed = {"input_ids": np.array([e.ids for e in enc], dtype=np.int64),
-                "attention_mask": np.array([e.attention_mask for e in enc], dtype=np.int64)}
+        feed = {
+            "input_ids": np.array([e.ids for e in enc], dtype=np.int64),
+            "attention_mask": np.array([e.attention_mask for e in enc], dtype=np.int64),
+        }
         if "token_type_ids" in inputs:
             feed["token_type_ids"] = np.array([e.type_ids for e in enc], dtype=np.int64)
         session.run(None, feed)
@@ -67,8 +68,10 @@ def main() -> None:
     for k in (3, 5, 10):
         for max_len in (64, 128):
             ms, shape = p50([(REQUEST, t) for t in tools[:k]], max_len)
-            print(f"| cross-encoder over the top {k}, pairs cut at {max_len} tokens | "
-                  f"{shape[0]} x {shape[1]} | {ms:.2f} | {ms / alone:.1f} |")
+            print(
+                f"| cross-encoder over the top {k}, pairs cut at {max_len} tokens | "
+                f"{shape[0]} x {shape[1]} | {ms:.2f} | {ms / alone:.1f} |"
+            )
 
 
 if __name__ == "__main__":
