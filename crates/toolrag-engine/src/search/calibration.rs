@@ -423,7 +423,8 @@ fn measure_set(
         out.retrievers.push(dense::ID.to_string());
     }
     let mut dense_lists = Vec::new();
-    let mut firsts = Vec::new();
+    // Per request: both retrievers put the same tool first.
+    let mut agreed = Vec::new();
     for (i, q) in requests.iter().enumerate() {
         let lexical_first = lexical.retrieve(q, 1, None)?.first().copied();
         let mut tops = vec![lexical_first.map(|x| round(x.1))];
@@ -444,20 +445,16 @@ fn measure_set(
             dense_lists.push(list);
         }
         out.tops.push(tops);
-        firsts.push(
-            lexical_first
-                .map(|x| x.0)
-                .filter(|&o| Some(o) == dense_first),
-        );
+        agreed.push(lexical_first.is_some_and(|x| Some(x.0) == dense_first));
     }
     // A request on which both retrievers put the same tool first is one the
     // registry likely serves (a registry of everyday tools serves many):
     // it is not noise. Unless that would leave none.
-    if firsts.iter().any(Option::is_none) {
-        out.served = (0..firsts.len() as u32)
-            .filter(|&n| firsts[n as usize].is_some())
+    if agreed.contains(&false) {
+        out.served = (0..agreed.len() as u32)
+            .filter(|&n| agreed[n as usize])
             .collect();
-        let mut unrelated = firsts.iter().map(Option::is_none);
+        let mut unrelated = agreed.iter().map(|a| !a);
         dense_lists.retain(|_| unrelated.next().unwrap_or(true));
     }
     if dense.is_some() {

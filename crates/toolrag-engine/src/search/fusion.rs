@@ -162,9 +162,9 @@ pub fn fuse(fusion: Fusion, lists: &[List<'_>]) -> Vec<(u32, f32)> {
                 }
             }
         }
-        Fusion::Weighted { .. } => return mix(lists, false),
+        Fusion::Weighted { .. } => return mix(lists, false, |l| l.normalise.apply(l.ranked)),
         Fusion::Calibrated { .. } => {
-            let mut out = mix(lists, true);
+            let mut out = mix(lists, true, |l| l.normalise.apply(l.ranked));
             let among: Vec<u32> = out.iter().take(FIRST_AMONG).map(|x| x.0).collect();
             if let Some(first) = first_above_noise(lists, &among) {
                 if let Some(i) = out.iter().position(|x| x.0 == first) {
@@ -180,16 +180,21 @@ pub fn fuse(fusion: Fusion, lists: &[List<'_>]) -> Vec<(u32, f32)> {
     out
 }
 
-/// Weighted and calibrated fusion: each list normalised and weighted by its
+/// Weighted and calibrated fusion: each list scaled by `scale` (its
+/// normalisation, or the first place's [`above_floor`]) and weighted by its
 /// weight, times its evidence when `calibrated` (weighted fusion counts
 /// every list in full). Ties (tools with no weighted evidence among them)
 /// go to the mix without evidence, then to the ordinal.
-fn mix(lists: &[List<'_>], calibrated: bool) -> Vec<(u32, f32)> {
+fn mix(
+    lists: &[List<'_>],
+    calibrated: bool,
+    scale: impl Fn(&List<'_>) -> Vec<(u32, f32)>,
+) -> Vec<(u32, f32)> {
     let mut acc: HashMap<u32, (f32, f32)> =
         HashMap::with_capacity(lists.iter().map(|l| l.ranked.len()).sum());
     for list in lists {
         let evidence = if calibrated { list.evidence } else { 1.0 };
-        for (ord, s) in list.normalise.apply(list.ranked) {
+        for (ord, s) in scale(list) {
             let e = acc.entry(ord).or_default();
             e.0 += list.weight * evidence * s;
             e.1 += list.weight * s;
@@ -206,41 +211,33 @@ fn mix(lists: &[List<'_>], calibrated: bool) -> Vec<(u32, f32)> {
 }
 
 /// The first place of calibrated fusion (see [`fuse`]): the best tool of
-/// `among` by the evidence-weighted mix with each [`Normalise::ByRange`]
-/// list that has a floor scaled from it, `(s - floor) / (top - floor)`, 0
-/// below; ties as in [`mix`]. `None` when no list has a floor.
+/// `among` by the evidence-weighted [`mix`] with each list scaled by
+/// [`above_floor`]. `None` when no list has a floor.
 fn first_above_noise(lists: &[List<'_>], among: &[u32]) -> Option<u32> {
     if lists.iter().all(|l| l.floor.is_none()) {
         return None;
     }
-    let mut acc: HashMap<u32, (f32, f32)> = HashMap::new();
-    for list in lists {
-        let scaled = match (list.normalise, list.floor, list.ranked.first()) {
-            (Normalise::ByRange, Some(floor), Some(&(_, top))) => {
-                let floor = floor.min(top - 1e-3);
-                let span = top - floor;
-                list.ranked
-                    .iter()
-                    .map(|&(o, s)| (o, ((s - floor) / span).max(0.0)))
-                    .collect()
-            }
-            _ => list.normalise.apply(list.ranked),
-        };
-        for (ord, s) in scaled {
-            let e = acc.entry(ord).or_default();
-            e.0 += list.weight * list.evidence * s;
-            e.1 += list.weight * s;
-        }
-    }
-    acc.into_iter()
-        .filter(|(o, _)| among.contains(o))
-        .min_by(|a, b| {
-            b.1 .0
-                .total_cmp(&a.1 .0)
-                .then(b.1 .1.total_cmp(&a.1 .1))
-                .then(a.0.cmp(&b.0))
-        })
+    mix(lists, true, above_floor)
+        .into_iter()
         .map(|(o, _)| o)
+        .find(|o| among.contains(o))
+}
+
+/// A [`Normalise::ByRange`] list that has a floor, scaled from it: `(s -
+/// floor) / (top - floor)`, 0 below; any other list as its normalisation
+/// scales it.
+fn above_floor(list: &List<'_>) -> Vec<(u32, f32)> {
+    match (list.normalise, list.floor, list.ranked.first()) {
+        (Normalise::ByRange, Some(floor), Some(&(_, top))) => {
+            let floor = floor.min(top - 1e-3);
+            let span = top - floor;
+            list.ranked
+                .iter()
+                .map(|&(o, s)| (o, ((s - floor) / span).max(0.0)))
+                .collect()
+        }
+        _ => list.normalise.apply(list.ranked),
+    }
 }
 
 /// Scores divided by the top score: 1 for the best hit.
