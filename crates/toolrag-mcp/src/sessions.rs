@@ -1,0 +1,721 @@
+//! The sessions of the handshake-era protocols (2025-11-25 and before) on
+//! the streamable-HTTP endpoint: whose each one is, how many there may be,
+//! and when an idle one ends.
+//!
+//! rmcp keeps the sessions (`Mcp-Session-Id`, a random v4 UUID) but knows
+//! nothing of principals: whoever holds a session's id could answer its
+//! elicitations, read its stream or end it. The front end therefore binds
+//! each session to the principal whose `initialize` opened it
+//! ([`SessionTable`]), and a request that names a session it does not own is
+//! passed on to rmcp with the session id replaced by one that never exists,
+//! so that the caller gets, byte for byte, rmcp's answer to an unknown
+//! session (and learns nothing about whether the id was real). Such a
+//! request is logged, and reported to [`ForeignSessionHook`] (the gateway's
+//! audit log).
+//!
+//! Sessions are capped per principal and in total; past a cap the new
+//! session is closed at once and the caller gets `429` (its own cap) or
+//! `503` (the total) with `Retry-After`. A session that has had no request
+//! in flight for [`SessionLimits::idle`] ends, in rmcp too, so that its
+//! memory is given back.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use futures::StreamExt;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::SessionManager;
+use tokio_util::sync::CancellationToken;
+use toolrag_auth::Principal;
+use tracing::Instrument;
+
+/// How many sessions there may be, and how long an idle one lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SessionLimits {
+    /// Sessions open at once, all principals together; past it, `503`.
+    pub max_total: usize,
+    /// Sessions open at once per principal; past it, `429`.
+    pub max_per_principal: usize,
+    /// A session with no request in flight for this long is closed.
+    pub idle: Duration,
+}
+
+impl SessionLimits {
+    /// The default total cap.
+    pub const DEFAULT_MAX_TOTAL: usize = 10_000;
+    /// The default cap per principal.
+    pub const DEFAULT_MAX_PER_PRINCIPAL: usize = 100;
+    /// The default idle time: 30 minutes.
+    pub const DEFAULT_IDLE: Duration = Duration::from_secs(30 * 60);
+
+    /// Limits of `max_total` sessions, `max_per_principal` each, closed after
+    /// `idle`. Caps of 0 are taken as 1.
+    pub fn new(max_total: usize, max_per_principal: usize, idle: Duration) -> SessionLimits {
+        SessionLimits {
+            max_total: max_total.max(1),
+            max_per_principal: max_per_principal.max(1),
+            idle,
+        }
+    }
+}
+
+impl Default for SessionLimits {
+    fn default() -> Self {
+        SessionLimits::new(
+            Self::DEFAULT_MAX_TOTAL,
+            Self::DEFAULT_MAX_PER_PRINCIPAL,
+            Self::DEFAULT_IDLE,
+        )
+    }
+}
+
+/// A request on a session that another principal opened, as the front end
+/// reports it to a [`ForeignSessionHook`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ForeignSession {
+    /// Who sent the request.
+    pub principal: Principal,
+    /// The name of the principal that opened the session.
+    pub owner: String,
+    /// The HTTP method (`POST`, `GET`, `DELETE`).
+    pub method: String,
+}
+
+/// Called for every request refused because its session belongs to another
+/// principal (after it is logged), on a blocking thread, off the response's
+/// path: the gateway writes it to its audit log.
+#[derive(Clone)]
+pub struct ForeignSessionHook(Arc<dyn Fn(&ForeignSession) + Send + Sync>);
+
+impl ForeignSessionHook {
+    /// A hook that calls `f`.
+    pub fn new(f: impl Fn(&ForeignSession) + Send + Sync + 'static) -> ForeignSessionHook {
+        ForeignSessionHook(Arc::new(f))
+    }
+
+    /// Calls the hook.
+    pub fn call(&self, event: &ForeignSession) {
+        (self.0)(event)
+    }
+}
+
+impl std::fmt::Debug for ForeignSessionHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ForeignSessionHook")
+    }
+}
+
+/// Who may use a session, as [`SessionTable::enter`] finds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Access {
+    /// The caller opened it: the request goes on (and counts as in flight
+    /// until [`SessionTable::leave`]).
+    Owner,
+    /// Another principal, named here, opened it.
+    Foreign(String),
+    /// No such session (never opened, ended, or expired).
+    Unknown,
+}
+
+/// Why a new session was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The principal has `limit` sessions already.
+    PerPrincipal {
+        /// The cap.
+        limit: usize,
+        /// When one of its sessions will have been idle long enough to end.
+        retry: Duration,
+    },
+    /// There are `limit` sessions already.
+    Total {
+        /// The cap.
+        limit: usize,
+        /// When some session will have been idle long enough to end.
+        retry: Duration,
+    },
+}
+
+#[derive(Debug)]
+struct Entry {
+    /// [`toolrag_auth::Principal::key`] of the owner.
+    owner: String,
+    /// The owner's name, for logs.
+    name: String,
+    last_seen: Instant,
+    in_flight: u32,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    sessions: HashMap<Arc<str>, Entry>,
+    per_principal: HashMap<String, usize>,
+}
+
+impl Inner {
+    fn remove(&mut self, id: &str) -> bool {
+        let Some(e) = self.sessions.remove(id) else {
+            return false;
+        };
+        if let Some(n) = self.per_principal.get_mut(&e.owner) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_principal.remove(&e.owner);
+            }
+        }
+        true
+    }
+
+    /// How long until the first of the sessions `which` selects has been
+    /// idle for `idle`; `idle` when none of them is idle now.
+    fn next_expiry(
+        &self,
+        idle: Duration,
+        now: Instant,
+        which: impl Fn(&Entry) -> bool,
+    ) -> Duration {
+        self.sessions
+            .values()
+            .filter(|e| e.in_flight == 0 && which(*e))
+            .map(|e| (e.last_seen + idle).saturating_duration_since(now))
+            .min()
+            .unwrap_or(idle)
+    }
+}
+
+/// Which principal owns each session, with the caps and the idle time.
+#[derive(Debug)]
+pub struct SessionTable {
+    limits: SessionLimits,
+    inner: Mutex<Inner>,
+}
+
+impl SessionTable {
+    /// An empty table with these limits.
+    pub fn new(limits: SessionLimits) -> SessionTable {
+        SessionTable {
+            limits,
+            inner: Mutex::new(Inner::default()),
+        }
+    }
+
+    /// The limits.
+    pub fn limits(&self) -> SessionLimits {
+        self.limits
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// How many sessions are open.
+    pub fn len(&self) -> usize {
+        self.lock().sessions.len()
+    }
+
+    /// Whether no session is open.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Binds the new session `id` to the principal `owner` (its
+    /// [`toolrag_auth::Principal::key`]; `name` for logs). Past a cap it is
+    /// refused, once the sessions idle long enough are expired. Either way,
+    /// the sessions expired meanwhile are returned, to be closed.
+    pub fn bind(
+        &self,
+        id: Arc<str>,
+        owner: &str,
+        name: &str,
+        now: Instant,
+    ) -> (Result<(), Refusal>, Vec<Arc<str>>) {
+        let mut inner = self.lock();
+        let mut expired = Vec::new();
+        let full = |inner: &Inner| {
+            inner.sessions.len() >= self.limits.max_total
+                || inner.per_principal.get(owner).copied().unwrap_or(0)
+                    >= self.limits.max_per_principal
+        };
+        if full(&inner) {
+            expired = self.expire_locked(&mut inner, now);
+        }
+        let mine = inner.per_principal.get(owner).copied().unwrap_or(0);
+        let refusal = if mine >= self.limits.max_per_principal {
+            Some(Refusal::PerPrincipal {
+                limit: self.limits.max_per_principal,
+                retry: inner.next_expiry(self.limits.idle, now, |e| e.owner == owner),
+            })
+        } else if inner.sessions.len() >= self.limits.max_total {
+            Some(Refusal::Total {
+                limit: self.limits.max_total,
+                retry: inner.next_expiry(self.limits.idle, now, |_| true),
+            })
+        } else {
+            None
+        };
+        if let Some(r) = refusal {
+            return (Err(r), expired);
+        }
+        let entry = Entry {
+            owner: owner.to_string(),
+            name: name.to_string(),
+            last_seen: now,
+            in_flight: 0,
+        };
+        if let Some(old) = inner.sessions.insert(id, entry) {
+            // A session id is a fresh random UUID; should one come twice, the
+            // old binding's count goes with it.
+            if let Some(n) = inner.per_principal.get_mut(&old.owner) {
+                *n -= 1;
+            }
+        }
+        *inner.per_principal.entry(owner.to_string()).or_default() += 1;
+        (Ok(()), expired)
+    }
+
+    /// Who may use session `id`, for a request of the principal `caller`
+    /// (its key). For its owner, the request counts as in flight (the
+    /// session is not idle) until [`SessionTable::leave`].
+    pub fn enter(&self, id: &str, caller: &str, now: Instant) -> Access {
+        let mut inner = self.lock();
+        match inner.sessions.get_mut(id) {
+            None => Access::Unknown,
+            Some(e) if e.owner != caller => Access::Foreign(e.name.clone()),
+            Some(e) => {
+                e.in_flight += 1;
+                e.last_seen = now;
+                Access::Owner
+            }
+        }
+    }
+
+    /// A request that [`SessionTable::enter`] let in is over (its response
+    /// sent, or its stream closed).
+    pub fn leave(&self, id: &str, now: Instant) {
+        if let Some(e) = self.lock().sessions.get_mut(id) {
+            e.in_flight = e.in_flight.saturating_sub(1);
+            e.last_seen = now;
+        }
+    }
+
+    /// Forgets session `id` (ended by its owner); whether it was there.
+    pub fn remove(&self, id: &str) -> bool {
+        self.lock().remove(id)
+    }
+
+    /// Removes the sessions with no request in flight and none for the idle
+    /// time, and returns their ids, to be closed.
+    pub fn expire(&self, now: Instant) -> Vec<Arc<str>> {
+        let mut inner = self.lock();
+        self.expire_locked(&mut inner, now)
+    }
+
+    fn expire_locked(&self, inner: &mut Inner, now: Instant) -> Vec<Arc<str>> {
+        let idle = self.limits.idle;
+        let expired: Vec<Arc<str>> = inner
+            .sessions
+            .iter()
+            .filter(|(_, e)| e.in_flight == 0 && now.saturating_duration_since(e.last_seen) >= idle)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &expired {
+            inner.remove(id);
+        }
+        expired
+    }
+
+    /// Forgets the sessions for which `live` is false (ended by rmcp
+    /// itself, say when its worker stopped); how many.
+    pub fn retain_live(&self, live: impl Fn(&str) -> bool) -> usize {
+        let mut inner = self.lock();
+        let gone: Vec<Arc<str>> = inner
+            .sessions
+            .keys()
+            .filter(|id| !live(id))
+            .cloned()
+            .collect();
+        for id in &gone {
+            inner.remove(id);
+        }
+        gone.len()
+    }
+
+    /// How many sessions `owner` (a principal's key) has open.
+    pub fn count_of(&self, owner: &str) -> usize {
+        self.lock().per_principal.get(owner).copied().unwrap_or(0)
+    }
+}
+
+/// The header that names a session.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// The id put in place of one the caller may not use: the nil UUID, which
+/// rmcp never makes (its ids are random v4 UUIDs), so that rmcp gives its
+/// own answer to an unknown session.
+const NO_SESSION: &str = "00000000-0000-0000-0000-000000000000";
+
+/// The front end's part in sessions: the table, rmcp's session manager (to
+/// close the sessions the table ends) and the audit hook.
+#[derive(Clone)]
+pub(crate) struct Sessions {
+    pub(crate) table: Arc<SessionTable>,
+    pub(crate) manager: Arc<LocalSessionManager>,
+    pub(crate) hook: Option<ForeignSessionHook>,
+}
+
+impl Sessions {
+    /// The front end's sessions under `limits`, over a new rmcp session
+    /// manager whose own idle timer (which does not see open streams) is
+    /// no shorter than the table's.
+    pub(crate) fn new(limits: SessionLimits, hook: Option<ForeignSessionHook>) -> Sessions {
+        let mut manager = LocalSessionManager::default();
+        let floor = manager.session_config.keep_alive.unwrap_or(limits.idle);
+        manager.session_config.keep_alive = Some(limits.idle.max(floor));
+        Sessions {
+            table: Arc::new(SessionTable::new(limits)),
+            manager: Arc::new(manager),
+            hook,
+        }
+    }
+
+    /// Expires idle sessions every quarter of the idle time (at most every
+    /// minute), until `cancel`.
+    pub(crate) fn spawn_sweeper(&self, cancel: CancellationToken) {
+        let every = (self.table.limits().idle / 4)
+            .clamp(Duration::from_millis(100), Duration::from_secs(60));
+        let this = self.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    () = cancel.cancelled() => return,
+                    _ = tick.tick() => this.sweep().await,
+                }
+            }
+        });
+    }
+
+    /// Closes the sessions idle for too long, and forgets those rmcp ended
+    /// on its own.
+    async fn sweep(&self) {
+        let expired = self.table.expire(Instant::now());
+        if !expired.is_empty() {
+            tracing::info!("closed {} idle session(s)", expired.len());
+        }
+        self.close(&expired).await;
+        let live = self.manager.sessions.read().await;
+        // Under rmcp's lock no session is created meanwhile: one bound to
+        // the table is in rmcp's map first.
+        let gone = self.table.retain_live(|id| live.contains_key(id));
+        drop(live);
+        if gone > 0 {
+            tracing::debug!("{gone} session(s) ended by the transport");
+        }
+    }
+
+    async fn close(&self, ids: &[Arc<str>]) {
+        for id in ids {
+            if let Err(e) = self.manager.close_session(id).await {
+                tracing::warn!("could not close a session: {e}");
+            }
+        }
+    }
+
+    /// Binds the session that `res` opened, if it opened one, to its
+    /// principal; past a cap, closes it and answers 429 or 503 instead.
+    async fn bind_new(&self, res: Response, principal: &Principal) -> Response {
+        let Some(id) = session_of(res.headers()) else {
+            return res;
+        };
+        let (bound, expired) = self.table.bind(
+            id.clone(),
+            &principal.key(),
+            &principal.name,
+            Instant::now(),
+        );
+        self.close(&expired).await;
+        match bound {
+            Ok(()) => {
+                tracing::debug!(principal = %principal.name, "opened a session");
+                res
+            }
+            Err(refusal) => {
+                self.close(std::slice::from_ref(&id)).await;
+                refused(principal, refusal)
+            }
+        }
+    }
+
+    /// Keeps the owner's request in flight until its response is sent: at
+    /// once for a plain answer, when the stream ends for SSE.
+    fn track(res: Response, in_flight: InFlight) -> Response {
+        let streaming = res
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if !streaming {
+            return res;
+        }
+        res.map(|body| {
+            Body::from_stream(body.into_data_stream().map(move |chunk| {
+                let _held = &in_flight;
+                chunk
+            }))
+        })
+    }
+
+    fn report(&self, principal: &Principal, owner: String, method: &Method) {
+        tracing::warn!(
+            principal = %principal.name,
+            owner = %owner,
+            method = %method,
+            "refused a request on a session another principal opened; answered as an unknown session"
+        );
+        if let Some(hook) = self.hook.clone() {
+            let event = ForeignSession {
+                principal: principal.clone(),
+                owner,
+                method: method.to_string(),
+            };
+            tokio::task::spawn_blocking(move || hook.call(&event));
+        }
+    }
+}
+
+/// A request of a session's owner, in flight while this lives.
+struct InFlight {
+    table: Arc<SessionTable>,
+    id: Arc<str>,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.table.leave(&self.id, Instant::now());
+    }
+}
+
+/// The session a request or a response names, as rmcp reads it (the first
+/// header, if it is text).
+fn session_of(headers: &axum::http::HeaderMap) -> Option<Arc<str>> {
+    headers
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(Arc::from)
+}
+
+/// The middleware, after authentication: a request on a session must come
+/// from the session's principal, or it is answered as one on an unknown
+/// session; a new session is bound to its principal, within the caps.
+pub(crate) async fn guard(State(s): State<Sessions>, mut req: Request, next: Next) -> Response {
+    let principal = req
+        .extensions()
+        .get::<Principal>()
+        .cloned()
+        .unwrap_or_else(|| Principal::token("\u{0}nobody"));
+    let Some(id) = session_of(req.headers()) else {
+        if req.method() != Method::POST {
+            return next.run(req).await;
+        }
+        // Binding runs to its end even if the client goes away meanwhile,
+        // so that no session is left open without an owner.
+        let task = async move {
+            let res = next.run(req).await;
+            s.bind_new(res, &principal).await
+        };
+        return match tokio::spawn(task.in_current_span()).await {
+            Ok(res) => res,
+            Err(e) => {
+                tracing::error!("a request failed: {e}");
+                StatusCode::INTERNAL_SERVER_ERROR.into_response()
+            }
+        };
+    };
+    match s.table.enter(&id, &principal.key(), Instant::now()) {
+        Access::Owner => {
+            // Left when dropped, even if the client goes away meanwhile.
+            let in_flight = InFlight {
+                table: s.table.clone(),
+                id: id.clone(),
+            };
+            let delete = req.method() == Method::DELETE;
+            let res = next.run(req).await;
+            if delete && res.status().is_success() {
+                s.table.remove(&id);
+                return res;
+            }
+            Sessions::track(res, in_flight)
+        }
+        access => {
+            if let Access::Foreign(owner) = access {
+                s.report(&principal, owner, req.method());
+            } else {
+                tracing::debug!(principal = %principal.name, "a request on an unknown session");
+            }
+            req.headers_mut()
+                .insert(SESSION_HEADER, HeaderValue::from_static(NO_SESSION));
+            next.run(req).await
+        }
+    }
+}
+
+/// `429` (the caller's cap) or `503` (the total) with `Retry-After`, in the
+/// shape of the front end's other refusals.
+fn refused(p: &Principal, r: Refusal) -> Response {
+    let (status, limit, retry, whose) = match r {
+        Refusal::PerPrincipal { limit, retry } => {
+            (StatusCode::TOO_MANY_REQUESTS, limit, retry, "per caller")
+        }
+        Refusal::Total { limit, retry } => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            limit,
+            retry,
+            "on this server",
+        ),
+    };
+    let secs = retry.as_secs_f64().ceil().max(1.0) as u64;
+    tracing::info!(principal = %p.name, "refused a new session: {limit} open {whose}");
+    let body = serde_json::json!({
+        "error": "too_many_sessions",
+        "error_description": format!(
+            "at most {limit} open sessions {whose}; end one (DELETE) or try again in {secs} s"
+        ),
+    });
+    let mut res = (status, Json(body)).into_response();
+    res.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(total: usize, each: usize, idle_ms: u64) -> SessionTable {
+        SessionTable::new(SessionLimits::new(
+            total,
+            each,
+            Duration::from_millis(idle_ms),
+        ))
+    }
+
+    fn id(s: &str) -> Arc<str> {
+        Arc::from(s)
+    }
+
+    #[test]
+    fn a_session_answers_only_its_owner() {
+        let t = table(10, 10, 60_000);
+        let now = Instant::now();
+        assert_eq!(t.bind(id("s1"), "token:alice", "alice", now).0, Ok(()));
+        assert_eq!(t.enter("s1", "token:alice", now), Access::Owner);
+        assert_eq!(
+            t.enter("s1", "token:bob", now),
+            Access::Foreign("alice".into())
+        );
+        assert_eq!(t.enter("s2", "token:alice", now), Access::Unknown);
+        t.leave("s1", now);
+        assert!(t.remove("s1"));
+        assert_eq!(t.enter("s1", "token:alice", now), Access::Unknown);
+        assert_eq!(t.count_of("token:alice"), 0);
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn caps_per_principal_and_in_total() {
+        let t = table(3, 2, 10_000);
+        let now = Instant::now();
+        for s in ["a1", "a2"] {
+            assert_eq!(t.bind(id(s), "token:alice", "alice", now).0, Ok(()));
+        }
+        let later = now + Duration::from_millis(4_000);
+        match t.bind(id("a3"), "token:alice", "alice", later).0 {
+            Err(Refusal::PerPrincipal { limit: 2, retry }) => {
+                assert_eq!(retry, Duration::from_millis(6_000))
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(t.bind(id("b1"), "token:bob", "bob", later).0, Ok(()));
+        assert!(matches!(
+            t.bind(id("c1"), "token:carol", "carol", later).0,
+            Err(Refusal::Total { limit: 3, .. })
+        ));
+        assert_eq!(t.len(), 3);
+        assert_eq!(t.enter("a3", "token:alice", later), Access::Unknown);
+    }
+
+    #[test]
+    fn idle_sessions_expire_but_not_while_a_request_is_in_flight() {
+        let t = table(10, 1, 1_000);
+        let now = Instant::now();
+        t.bind(id("a1"), "token:alice", "alice", now).0.unwrap();
+        t.bind(id("b1"), "token:bob", "bob", now).0.unwrap();
+        assert_eq!(t.enter("b1", "token:bob", now), Access::Owner);
+        let later = now + Duration::from_millis(1_500);
+        // At her cap, alice's idle session is expired to make room.
+        let (bound, expired) = t.bind(id("a2"), "token:alice", "alice", later);
+        assert_eq!(bound, Ok(()));
+        assert_eq!(expired, vec![id("a1")]);
+        // Bob's stream is still open: his session stays.
+        assert!(t
+            .expire(later + Duration::from_secs(60))
+            .contains(&id("a2")));
+        assert_eq!(t.enter("b1", "token:bob", later), Access::Owner);
+        t.leave("b1", later);
+        t.leave("b1", later);
+        assert_eq!(
+            t.expire(later + Duration::from_millis(999)),
+            Vec::<Arc<str>>::new()
+        );
+        assert_eq!(
+            t.expire(later + Duration::from_millis(1_000)),
+            vec![id("b1")]
+        );
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn sessions_rmcp_ended_are_forgotten() {
+        let t = table(10, 10, 60_000);
+        let now = Instant::now();
+        t.bind(id("a1"), "token:alice", "alice", now).0.unwrap();
+        t.bind(id("a2"), "token:alice", "alice", now).0.unwrap();
+        assert_eq!(t.retain_live(|s| s == "a2"), 1);
+        assert_eq!(t.count_of("token:alice"), 1);
+    }
+
+    #[tokio::test]
+    async fn a_sweep_closes_idle_sessions_in_rmcp_too() {
+        let s = Sessions::new(SessionLimits::new(10, 10, Duration::from_secs(1)), None);
+        let (idle, _t1) = s.manager.create_session().await.unwrap();
+        let (busy, _t2) = s.manager.create_session().await.unwrap();
+        let long_ago = Instant::now() - Duration::from_secs(5);
+        for id in [&idle, &busy] {
+            s.table
+                .bind(id.clone(), "token:alice", "alice", long_ago)
+                .0
+                .unwrap();
+        }
+        // Bound, but already gone from rmcp: forgotten too.
+        s.table
+            .bind(id("ended"), "token:alice", "alice", Instant::now())
+            .0
+            .unwrap();
+        assert_eq!(s.table.enter(&busy, "token:alice", long_ago), Access::Owner);
+        s.sweep().await;
+        assert_eq!(s.table.len(), 1);
+        assert!(!s.manager.has_session(&idle).await.unwrap());
+        assert!(s.manager.has_session(&busy).await.unwrap());
+        assert_eq!(s.manager.sessions.read().await.len(), 1);
+    }
+}
