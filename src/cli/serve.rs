@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use clap::Args;
 use toolrag::http::{AppState, ServeOptions};
+use toolrag::planner::{Planner, PlannerOptions};
 use toolrag::serve::{LiveIndex, RELOAD_POLL};
 
 use super::model::Need;
@@ -17,7 +18,7 @@ use super::{Config, ModelArgs};
 /// How long in-flight requests get to finish after SIGTERM or Ctrl-C.
 const GRACE: Duration = Duration::from_secs(10);
 
-/// Serve the index over HTTP: search, batch search, tool cards, health and metrics.
+/// Serve the index over HTTP: search, batch search, the plan gate, plans, tool cards, health and metrics.
 ///
 /// The server loads the index in the background (GET /readyz answers 503 until
 /// it is loaded) and follows rebuilds: when `toolrag index` publishes a new
@@ -25,10 +26,17 @@ const GRACE: Duration = Duration::from_secs(10);
 /// one is refused and the old one keeps serving. It binds to loopback unless
 /// told otherwise. The API is described at GET /openapi.json.
 ///
+/// With --planner URL (an OpenAI-compatible chat server), POST /v1/plan runs
+/// the loop of `toolrag plan`: retrieve, ask the plan model, gate, repair. The
+/// plan model is the server's choice, never a client's. Its API key is read
+/// from TOOLRAG_PLANNER_API_KEY and never printed or logged. Without
+/// --planner, POST /v1/plan answers 501 planner_not_configured.
+///
 /// Examples:
 ///   toolrag serve
 ///   toolrag serve --index /tmp/my-index --addr 127.0.0.1:8080
 ///   toolrag serve --token-file ~/.config/toolrag/token --cors-origin https://app.example.com
+///   toolrag serve --planner http://127.0.0.1:8080/v1 --max-retry 2 --planner-timeout 60
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct ServeArgs {
@@ -60,7 +68,65 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     #[command(flatten)]
+    planner: PlannerArgs,
+    #[command(flatten)]
     model: ModelArgs,
+}
+
+/// The plan model of POST /v1/plan.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Plan model (POST /v1/plan)")]
+struct PlannerArgs {
+    /// The plan model's OpenAI-compatible base URL; the server posts to
+    /// URL/chat/completions. Without it, POST /v1/plan answers 501.
+    #[arg(long, value_name = "URL")]
+    planner: Option<String>,
+    /// The `model` field of each request to the plan model.
+    #[arg(long, value_name = "NAME", requires = "planner")]
+    planner_model: Option<String>,
+    /// How long one call to the plan model may take, seconds. A plan may take
+    /// (1 + --max-retry) times this, plus --timeout-ms.
+    #[arg(long, default_value_t = 120.0, value_name = "SECS")]
+    planner_timeout: f64,
+    /// Repairs after the first proposal; a request's `maxRetry` may ask for
+    /// fewer, never more.
+    #[arg(long, default_value_t = toolrag::planner::DEFAULT_MAX_RETRY, value_name = "N")]
+    max_retry: usize,
+    /// How many plans run at once (on threads of their own: plans never hold
+    /// up searches); others wait their turn.
+    #[arg(long, default_value_t = toolrag::http::DEFAULT_PLAN_CONCURRENCY, value_name = "N")]
+    max_plans: usize,
+}
+
+impl PlannerArgs {
+    /// The planner, when --planner is given; its key from the environment.
+    fn planner(&self) -> anyhow::Result<Option<Arc<Planner>>> {
+        if !(self.planner_timeout.is_finite() && self.planner_timeout > 0.0) {
+            bail!(
+                "--planner-timeout must be a positive number of seconds, not {}",
+                self.planner_timeout
+            );
+        }
+        if self.max_plans == 0 {
+            bail!("--max-plans must be at least 1");
+        }
+        let Some(url) = &self.planner else {
+            return Ok(None);
+        };
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            bail!(
+                "--planner must be an http:// or https:// URL, such as http://127.0.0.1:8080/v1, not {url:?}"
+            );
+        }
+        let mut opts = PlannerOptions::new(url.clone());
+        opts.model = self.planner_model.clone();
+        opts.max_retry = self.max_retry;
+        opts.timeout = Duration::from_secs_f64(self.planner_timeout);
+        opts.api_key = std::env::var(toolrag::planner::API_KEY_VAR)
+            .ok()
+            .filter(|k| !k.is_empty());
+        Ok(Some(Arc::new(Planner::new(opts))))
+    }
 }
 
 pub fn run(mut args: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -83,13 +149,23 @@ pub fn run(mut args: ServeArgs) -> anyhow::Result<ExitCode> {
     options.header_timeout = Duration::from_millis(args.header_timeout_ms);
     options.max_connections = args.max_connections;
     options.pinned = config.pinned.clone();
+    options.planner = args.planner.planner()?;
+    options.planner_timeout = Duration::from_secs_f64(args.planner.planner_timeout);
+    options.plan_concurrency = args.planner.max_plans;
+    // Plans wait on the plan model on blocking threads of their own, beside
+    // the search pool's.
+    let plan_threads = if options.planner.is_some() {
+        options.plan_concurrency
+    } else {
+        0
+    };
     // Searches run on the blocking pool, at most `search_threads` at once. A
     // small pool whose threads stay alive means the same few threads run the
     // model every time: under the hybrid load test, fresh pool threads each
     // brought their own malloc arena, and RSS grew 10-14% in a minute.
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        .max_blocking_threads(options.search_threads.max(1) + 2)
+        .max_blocking_threads(options.search_threads.max(1) + plan_threads + 2)
         .thread_keep_alive(Duration::from_secs(3600))
         .build()
         .context("cannot start the async runtime")?;
@@ -106,6 +182,14 @@ async fn serve(
         .with_context(|| format!("cannot listen on {}", args.addr))?;
     let local = listener.local_addr()?;
     eprintln!("toolrag: listening on http://{local}");
+    if let Some(p) = &options.planner {
+        eprintln!(
+            "toolrag: POST /v1/plan asks the plan model at {} (up to {} repairs, {} plans at once)",
+            p.endpoint(),
+            p.max_retry(),
+            options.plan_concurrency
+        );
+    }
 
     let state = AppState::new(options);
     // `true` once the server should stop: on a signal, or when loading fails.

@@ -27,6 +27,7 @@ mod mcp_http;
 mod mcp_import;
 mod names;
 mod openapi_client;
+mod plan_http;
 mod query;
 mod registry;
 mod schemathesis;

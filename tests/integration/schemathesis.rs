@@ -2,11 +2,15 @@
 //! against a running `toolrag serve` and its own `/openapi.json`, with every
 //! check, for a bounded time: any finding (a 5xx, a status or body the
 //! document does not allow, valid data refused, invalid data accepted) fails.
+//! The server plans with the scripted plan model (tests/planner_scripted.py),
+//! which always abstains, so that `POST /v1/plan` answers valid requests
+//! with 200 rather than 501.
 
 use std::path::PathBuf;
 use std::process::Command;
 
 use crate::common::root;
+use crate::plan_http::Scripted;
 use crate::server::harness::{index_copy, Server};
 
 /// The venv `make schemathesis` sets up; `TOOLRAG_SCHEMATHESIS` overrides the
@@ -30,7 +34,11 @@ const SECONDS: &str = "60";
 #[test]
 fn schemathesis_finds_nothing_against_the_openapi_document() {
     let index = index_copy();
-    let s = Server::start(index.path(), &[]);
+    let model = Scripted::start(serde_json::json!([{ "plan": {
+        "decision": "ABSTAIN", "steps": [], "citedNodeIds": [],
+        "abstainReason": "a stand-in plan model abstains",
+    }}]));
+    let s = Server::start(index.path(), &["--planner", &model.url]);
     let report = tempfile::tempdir().unwrap();
     let out = Command::new(st())
         .current_dir(report.path())

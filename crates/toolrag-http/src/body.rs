@@ -43,7 +43,9 @@ pub struct SearchBody {
 /// An integer as JSON Schema counts them: `48` and `48.0` alike (the
 /// OpenAPI document says `"type": "integer"`, which admits both); `48.5` is
 /// refused.
-fn json_integer<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+pub(crate) fn json_integer<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<i64>, D::Error> {
     use serde::de::Error;
     let Some(n) = Option::<serde_json::Number>::deserialize(d)? else {
         return Ok(None);

@@ -16,7 +16,7 @@ use toolrag_engine::serve::{generation_name, Answer, ApiError, UserCode, MAX_BAT
 /// The response header naming the index generation that answered.
 pub const GENERATION_HEADER: HeaderName = HeaderName::from_static("x-toolrag-generation");
 
-fn with_generation<T: serde::Serialize>(answer: Answer<T>) -> Response {
+pub(crate) fn with_generation<T: serde::Serialize>(answer: Answer<T>) -> Response {
     let mut r = Json(answer.value).into_response();
     if let Ok(v) = HeaderValue::from_str(&answer.generation) {
         r.headers_mut().insert(GENERATION_HEADER, v);
@@ -107,7 +107,10 @@ pub async fn search_batch(
 /// A pin of the request that names no tool is 404 `tool_not_found`, as
 /// `GET /v1/tools/{id}` answers it: the request is well formed, the tool is
 /// not there.
-fn check_pins(pins: &[String], s: &toolrag_engine::search::Searcher) -> Result<(), ApiError> {
+pub(crate) fn check_pins(
+    pins: &[String],
+    s: &toolrag_engine::search::Searcher,
+) -> Result<(), ApiError> {
     match pins.iter().find(|p| s.tool(p).is_none()) {
         None => Ok(()),
         Some(p) => Err(ApiError::user(
@@ -308,10 +311,15 @@ pub async fn request_limits(req: Request, next: Next) -> Response {
 }
 
 /// Answers 503 `timeout` when a request takes longer than the configured
-/// timeout. The request's future is dropped: a batch stops before its next
-/// search; a search already running on the pool finishes on its own.
+/// timeout (`POST /v1/plan`: its own, longer budget, [`budget`](super::plan::budget)).
+/// The request's future is dropped: a batch stops before its next search; a
+/// search already running on the pool finishes on its own, and so does a plan.
 pub async fn timeout(State(app): State<AppState>, req: Request, next: Next) -> Response {
-    let limit = app.options().timeout;
+    let limit = if req.uri().path() == "/v1/plan" {
+        super::plan::budget(&app)
+    } else {
+        app.options().timeout
+    };
     match tokio::time::timeout(limit, next.run(req)).await {
         Ok(r) => r,
         Err(_) => HttpError(ApiError::timeout(format!(

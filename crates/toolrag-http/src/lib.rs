@@ -1,5 +1,6 @@
-//! The HTTP API: search, batch search, the plan gate, tool cards, health,
-//! metrics and the OpenAPI description, over a [`LiveIndex`] that reloads
+//! The HTTP API: search, batch search, the plan gate, the plan model in the
+//! loop (with a planner configured), tool cards, health, metrics and the
+//! OpenAPI description, over a [`LiveIndex`] that reloads
 //! itself when a new index generation is published.
 //!
 //! The limits, the request checks, the error codes and the live index are the
@@ -36,6 +37,7 @@ mod error;
 mod handlers;
 mod metrics;
 pub mod openapi;
+mod plan;
 mod process;
 
 use std::sync::{Arc, OnceLock};
@@ -49,8 +51,10 @@ pub use body::{GateBody, SearchBody};
 pub use conn::{serve, serve_router, ConnLimits, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
 pub use error::{status_of, HttpError};
 pub use metrics::COMMIT;
+pub use plan::{PlanBody, MAX_RETRY_ASKED};
 
 use toolrag_engine::serve::{ApiError, LiveIndex, MAX_BODY_BYTES};
+use toolrag_planner::Planner;
 
 /// Every route, as (method, path template). The OpenAPI document lists
 /// exactly these; a test keeps the two in sync.
@@ -58,12 +62,17 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("post", "/v1/search"),
     ("post", "/v1/search/batch"),
     ("post", "/v1/gate"),
+    ("post", "/v1/plan"),
     ("get", "/v1/tools/{id}"),
     ("get", "/healthz"),
     ("get", "/readyz"),
     ("get", "/metrics"),
     ("get", "/openapi.json"),
 ];
+
+/// How many plans `POST /v1/plan` runs at once by default. A plan mostly
+/// waits on the plan model, so more run at once than there are cores.
+pub const DEFAULT_PLAN_CONCURRENCY: usize = 8;
 
 /// How the server behaves, beyond the index it serves.
 ///
@@ -89,6 +98,19 @@ pub struct ServeOptions {
     /// The most connections open at once; a connection beyond it is closed
     /// at once ([`serve`] only).
     pub max_connections: usize,
+    /// The plan model `POST /v1/plan` asks; `None`: the route answers 501
+    /// `planner_not_configured`. The server's configuration, never a
+    /// client's: a URL from the request would make the server a proxy to
+    /// anywhere it can reach.
+    pub planner: Option<Arc<Planner>>,
+    /// How long one call to the plan model may take (the planner's own
+    /// timeout), for the budget of `POST /v1/plan`: (1 + its `max_retry`)
+    /// calls, plus [`timeout`](Self::timeout) for the retrieval and the
+    /// queue.
+    pub planner_timeout: Duration,
+    /// How many plans run at once, on threads of their own (never the search
+    /// pool's, so that slow plans do not hold searches up); others queue.
+    pub plan_concurrency: usize,
 }
 
 impl Default for ServeOptions {
@@ -105,6 +127,9 @@ impl Default for ServeOptions {
             pinned: Vec::new(),
             header_timeout: DEFAULT_HEADER_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            planner: None,
+            planner_timeout: toolrag_planner::DEFAULT_TIMEOUT,
+            plan_concurrency: DEFAULT_PLAN_CONCURRENCY,
         }
     }
 }
@@ -119,6 +144,8 @@ struct Inner {
     metrics: metrics::Metrics,
     options: ServeOptions,
     permits: tokio::sync::Semaphore,
+    /// The plans' own permits: a plan holds one until its thread ends.
+    plan_permits: Arc<tokio::sync::Semaphore>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -135,11 +162,13 @@ impl AppState {
     /// until [`AppState::set_ready`].
     pub fn new(options: ServeOptions) -> AppState {
         let permits = tokio::sync::Semaphore::new(options.search_threads.max(1));
+        let plan_permits = Arc::new(tokio::sync::Semaphore::new(options.plan_concurrency.max(1)));
         AppState(Arc::new(Inner {
             index: OnceLock::new(),
             metrics: metrics::Metrics::new(),
             options,
             permits,
+            plan_permits,
         }))
     }
 
@@ -190,6 +219,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/search", post(handlers::search))
         .route("/v1/search/batch", post(handlers::search_batch))
         .route("/v1/gate", post(handlers::gate))
+        .route("/v1/plan", post(plan::plan))
         .route("/v1/tools/{*id}", get(handlers::tool))
         .route("/healthz", get(handlers::healthz))
         .route("/readyz", get(handlers::readyz))

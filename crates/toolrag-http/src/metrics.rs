@@ -1,7 +1,7 @@
 //! `GET /metrics` in the Prometheus text format (0.0.4): the build (version,
 //! commit, model), requests by route, method and status, a latency histogram
-//! per route, searches by mode and by decision, the index generation, the
-//! tool count, the reloads, and the standard `process_*` metrics
+//! per route, searches by mode and by decision, plans by outcome, the index
+//! generation, the tool count, the reloads, and the standard `process_*` metrics
 //! ([`process`](super::process)).
 
 use std::sync::Mutex;
@@ -74,6 +74,9 @@ fn decision_name(d: Decision) -> &'static str {
     }
 }
 
+/// The outcomes of `toolrag_plans_total`.
+const PLAN_OUTCOMES: [&str; 3] = ["passed", "aborted", "failed"];
+
 type HistogramFamily = Family<RouteLabels, Histogram, fn() -> Histogram>;
 
 /// The server's metrics registry.
@@ -97,6 +100,7 @@ pub struct Metrics {
     pub(super) header_timeouts: Counter,
     /// Searches (and gate checks) started on the search pool.
     pub(super) pool_tasks: Counter,
+    plans: Family<OutcomeLabels, Counter>,
     /// Serialises scrapes, which bring the reload counters up to date.
     scrape: Mutex<()>,
 }
@@ -199,6 +203,16 @@ impl Metrics {
             "Searches and gate checks started on the search pool (a batch counts each request)",
             pool_tasks.clone(),
         );
+        let plans = Family::<OutcomeLabels, Counter>::default();
+        registry.register(
+            "plans",
+            "Plans asked of the plan model (POST /v1/plan), by outcome: passed the gate, aborted \
+             (the retry budget spent) or failed (the plan model could not be asked)",
+            plans.clone(),
+        );
+        for outcome in PLAN_OUTCOMES {
+            drop(plans.get_or_create(&OutcomeLabels { outcome }));
+        }
         Metrics {
             registry: root,
             build,
@@ -214,6 +228,7 @@ impl Metrics {
             connections_refused,
             header_timeouts,
             pool_tasks,
+            plans,
             scrape: Mutex::new(()),
         }
     }
@@ -231,6 +246,11 @@ impl Metrics {
                 status,
             })
             .inc();
+    }
+
+    /// Counts a plan answered, by its outcome (one of [`PLAN_OUTCOMES`]).
+    pub(super) fn planned(&self, outcome: &'static str) {
+        self.plans.get_or_create(&OutcomeLabels { outcome }).inc();
     }
 
     /// Counts a search answered: its mode and its decision.
@@ -371,6 +391,9 @@ mod tests {
             r#"toolrag_searches_total{mode="dense"} 0"#,
             r#"toolrag_search_decisions_total{decision="NAVIGATE"} 0"#,
             r#"toolrag_search_decisions_total{decision="ABSTAIN"} 0"#,
+            r#"toolrag_plans_total{outcome="passed"} 0"#,
+            r#"toolrag_plans_total{outcome="aborted"} 0"#,
+            r#"toolrag_plans_total{outcome="failed"} 0"#,
         ] {
             assert!(text.contains(line), "{line} in {text}");
         }

@@ -79,11 +79,17 @@ impl Server {
     /// Starts `toolrag serve --index <index> --addr 127.0.0.1:0 <extra>` and
     /// waits until it is ready.
     pub fn start(index: &Path, extra: &[&str]) -> Server {
+        Server::start_env(index, extra, &[])
+    }
+
+    /// [`Server::start`] with `env` added to the server's environment.
+    pub fn start_env(index: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_toolrag"))
             .current_dir(root())
             .args(["serve", "--addr", "127.0.0.1:0", "--index"])
             .arg(index)
             .args(extra)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

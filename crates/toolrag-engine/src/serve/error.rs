@@ -24,8 +24,12 @@
 //! | 415 | `unsupported_media_type` | the body is not `application/json` in UTF-8 |
 //! | 414 | `uri_too_long` | the request target is over 8 KiB |
 //! | 431 | `headers_too_large` | over 100 headers, or over 16 KiB of them |
+//! | 422 | `plan_aborted` | no plan the model proposed passed the gate within the retry budget |
 //! | 503 | `not_ready` | the index is still loading |
 //! | 503 | `timeout` | the request took longer than the server's timeout |
+//! | 501 | `planner_not_configured` | the server was started without a plan model (`--planner`) |
+//! | 502 | `planner_unavailable` | the plan model cannot be reached, or answered an HTTP error or no chat completion |
+//! | 504 | `planner_timeout` | the plan model did not answer within the server's planner timeout |
 //! | 500 | `internal` | a bug or a broken index; never caused by user input |
 
 use serde::Serialize;
@@ -66,6 +70,9 @@ pub enum UserCode {
     /// 431 `headers_too_large`: over [`MAX_HEADERS`](super::MAX_HEADERS)
     /// headers, or over [`MAX_HEADER_BYTES`](super::MAX_HEADER_BYTES) of them.
     HeadersTooLarge,
+    /// 422 `plan_aborted`: every plan the model proposed was rejected by the
+    /// gate, and the retry budget is spent.
+    PlanAborted,
 }
 
 /// A code caused by the server, not the request: always a 5xx.
@@ -76,6 +83,13 @@ pub enum InternalCode {
     NotReady,
     /// 503 `timeout`: the request took longer than the server's timeout.
     Timeout,
+    /// 501 `planner_not_configured`: the server has no plan model.
+    PlannerNotConfigured,
+    /// 502 `planner_unavailable`: the plan model cannot be reached, or
+    /// answered an HTTP error or something that is no chat completion.
+    PlannerUnavailable,
+    /// 504 `planner_timeout`: the plan model did not answer in time.
+    PlannerTimeout,
     /// 500 `internal`: a bug or a broken index.
     Internal,
 }
@@ -103,6 +117,7 @@ impl UserCode {
             BodyTooLarge => 413,
             UriTooLong => 414,
             UnsupportedMediaType => 415,
+            PlanAborted => 422,
             HeadersTooLarge => 431,
         }
     }
@@ -126,6 +141,7 @@ impl UserCode {
             UnsupportedMediaType => "unsupported_media_type",
             UriTooLong => "uri_too_long",
             HeadersTooLarge => "headers_too_large",
+            PlanAborted => "plan_aborted",
         }
     }
 }
@@ -135,6 +151,9 @@ impl InternalCode {
     pub const fn status(self) -> u16 {
         match self {
             InternalCode::NotReady | InternalCode::Timeout => 503,
+            InternalCode::PlannerNotConfigured => 501,
+            InternalCode::PlannerUnavailable => 502,
+            InternalCode::PlannerTimeout => 504,
             InternalCode::Internal => 500,
         }
     }
@@ -144,6 +163,9 @@ impl InternalCode {
         match self {
             InternalCode::NotReady => "not_ready",
             InternalCode::Timeout => "timeout",
+            InternalCode::PlannerNotConfigured => "planner_not_configured",
+            InternalCode::PlannerUnavailable => "planner_unavailable",
+            InternalCode::PlannerTimeout => "planner_timeout",
             InternalCode::Internal => "internal",
         }
     }
@@ -152,7 +174,7 @@ impl InternalCode {
 impl ApiCode {
     /// Every code, in the order of the table in the module docs (and of
     /// `openapi.json`'s `Error.code` enum).
-    pub const ALL: [ApiCode; 18] = {
+    pub const ALL: [ApiCode; 22] = {
         use ApiCode::{Internal as I, User as U};
         use InternalCode::*;
         use UserCode::*;
@@ -172,8 +194,12 @@ impl ApiCode {
             U(UnsupportedMediaType),
             U(UriTooLong),
             U(HeadersTooLarge),
+            U(PlanAborted),
             I(NotReady),
             I(Timeout),
+            I(PlannerNotConfigured),
+            I(PlannerUnavailable),
+            I(PlannerTimeout),
             I(Internal),
         ]
     };
@@ -280,6 +306,15 @@ impl ApiError {
     pub fn timeout(message: impl Into<String>) -> ApiError {
         ApiError::Internal {
             code: InternalCode::Timeout,
+            message: message.into(),
+        }
+    }
+
+    /// A server error (5xx) with this code and message, for the codes that
+    /// have no constructor of their own (the planner's).
+    pub fn server(code: InternalCode, message: impl Into<String>) -> ApiError {
+        ApiError::Internal {
+            code,
             message: message.into(),
         }
     }
