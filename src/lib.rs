@@ -89,6 +89,7 @@
 //! | [`index`], [`search`], [`eval`], [`serve`] | `toolrag-engine` | build, search, evaluate, serve (no async runtime) |
 //! | [`lint`] | `toolrag-lint` | the docstring review |
 //! | [`gate`] | `toolrag-gate` | the plan check |
+//! | [`planner`] | `toolrag-planner` | the plan model's client: ask, gate, repair |
 //! | [`http`] | `toolrag-http` | the HTTP API (axum) |
 //! | [`mcp`] | `toolrag-mcp` | the MCP server and gateway (rmcp) |
 //! | [`config`] | this crate | `toolrag.toml`, every table checked in one place |
@@ -120,6 +121,7 @@ pub use toolrag_gate as gate;
 pub use toolrag_http as http;
 pub use toolrag_lint as lint;
 pub use toolrag_mcp as mcp;
+pub use toolrag_planner as planner;
 
 /// The index: building a generation ([`build`](index::build)) and the files
 /// it is made of.

@@ -8,6 +8,7 @@ mod learn;
 mod lint;
 mod mcp;
 mod model;
+mod plan;
 mod query;
 mod resolve;
 mod rule;
@@ -65,6 +66,7 @@ enum Command {
     Mcp(mcp::McpArgs),
     /// Check a Khipu plan: schema, groundedness, decision logic, approvals.
     Gate(gate::GateArgs),
+    Plan(plan::PlanArgs),
     /// Measure retrieval quality on labelled queries: recall, nDCG, MRR, abstain, latency.
     Eval(eval::EvalArgs),
     Completions(completions::CompletionsArgs),
@@ -320,6 +322,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => serve::run(args),
         Command::Mcp(args) => mcp::run(args),
         Command::Gate(args) => gate::run(args),
+        Command::Plan(args) => plan::run(args),
         Command::Eval(args) => eval::run(args),
         Command::Completions(args) => completions::run_completions(args),
         Command::Man(args) => completions::run_man(args),

@@ -220,9 +220,17 @@ const FLOORS: &[(&str, &[&str])] = &[
     ("toolrag-engine", &["toolrag-core", "toolrag-embed"]),
     ("toolrag-gate", &["toolrag-core"]),
     ("toolrag-lint", &["toolrag-core", "toolrag-embed"]),
+    // The plan model's client: the gate's loop over an OpenAI-compatible
+    // chat server (blocking HTTP, no async runtime).
+    ("toolrag-planner", &["toolrag-core", "toolrag-gate"]),
     (
         "toolrag-http",
-        &["toolrag-core", "toolrag-engine", "toolrag-gate"],
+        &[
+            "toolrag-core",
+            "toolrag-engine",
+            "toolrag-gate",
+            "toolrag-planner",
+        ],
     ),
     (
         "toolrag-mcp",
