@@ -11,6 +11,7 @@ use clap::Args;
 use rmcp::ServiceExt;
 use toolrag::auth::{Authenticator, OAuthConfig, OAuthVerifier, StaticTokens};
 use toolrag::mcp::gateway::{Gateway, GatewayOptions, GatewayServer};
+use toolrag::mcp::sessions::ForeignSessionHook;
 use toolrag::mcp::streamable_http::HttpOptions;
 use toolrag::mcp::upstream::McpConfig;
 use toolrag::mcp::McpServer;
@@ -138,9 +139,14 @@ struct HttpArgs {
 }
 
 impl HttpArgs {
-    /// The front end's options, with the credentials loaded; refuses to
-    /// expose an unauthenticated server beyond loopback.
-    fn options(&self, addr: std::net::SocketAddr) -> anyhow::Result<HttpOptions> {
+    /// The front end's options, with the credentials loaded and the session
+    /// limits of `gateway`; refuses to expose an unauthenticated server
+    /// beyond loopback.
+    fn options(
+        &self,
+        addr: std::net::SocketAddr,
+        gateway: &toolrag::config::GatewayConfig,
+    ) -> anyhow::Result<HttpOptions> {
         let tokens = match &self.auth_tokens {
             Some(path) => {
                 let t = StaticTokens::load(path)?;
@@ -178,15 +184,19 @@ impl HttpArgs {
         opts.public_url = self.public_url.clone();
         opts.allowed_origins = self.allow_origins.clone();
         opts.requests_per_minute = self.requests_per_minute;
+        opts.sessions = gateway.session_limits();
         Ok(opts)
     }
 }
 
 /// Serves `factory`'s handlers over streamable HTTP on `addr` until Ctrl-C
-/// or SIGTERM.
+/// or SIGTERM, with the session limits of `gateway`; `audit` is told of
+/// requests on another principal's session.
 async fn serve_http<S, F>(
     addr: std::net::SocketAddr,
     http: &HttpArgs,
+    gateway: &toolrag::config::GatewayConfig,
+    audit: Option<ForeignSessionHook>,
     factory: F,
 ) -> anyhow::Result<()>
 where
@@ -199,7 +209,8 @@ where
     let bound = listener.local_addr()?;
     // The options after the bind, so that `--http 127.0.0.1:0` puts the port
     // it got, not 0, in the resource URL (the tokens' audience).
-    let opts = http.options(bound)?;
+    let mut opts = http.options(bound, gateway)?;
+    opts.on_foreign_session = audit;
     eprintln!(
         "toolrag: MCP over streamable HTTP on http://{bound}{} ({})",
         toolrag::mcp::streamable_http::ENDPOINT,
@@ -231,7 +242,10 @@ pub fn run(mut args: McpArgs) -> anyhow::Result<ExitCode> {
         let result = rt.block_on(async move {
             let watcher = live.clone().watch(RELOAD_POLL);
             let server = McpServer::new(live).with_pinned(config.pinned);
-            let served = serve_http(addr, &args.http, move || server.clone()).await;
+            let served = serve_http(addr, &args.http, &config.gateway, None, move || {
+                server.clone()
+            })
+            .await;
             drop(watcher);
             served
         });
@@ -277,6 +291,7 @@ fn gateway(args: McpArgs, config: Config, upstream: PathBuf) -> anyhow::Result<E
             upstream.display()
         );
     }
+    let settings = config.gateway.clone();
     let mut opts = GatewayOptions::new(args.index.clone(), config.gateway.clone());
     opts.search = config.search;
     opts.pinned = config.pinned.clone();
@@ -350,7 +365,12 @@ fn gateway(args: McpArgs, config: Config, upstream: PathBuf) -> anyhow::Result<E
         if let Some(addr) = args.http.http {
             gw.open_approval_states()?;
             let server = GatewayServer::new(gw.clone());
-            let served = serve_http(addr, &args.http, move || server.clone()).await;
+            let audit = gw.clone();
+            let audit = ForeignSessionHook::new(move |e| audit.audit_foreign_session(e));
+            let served = serve_http(addr, &args.http, &settings, Some(audit), move || {
+                server.clone()
+            })
+            .await;
             background.abort();
             drop(watcher);
             gw.shutdown().await;

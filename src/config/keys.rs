@@ -24,6 +24,9 @@ pub(super) const GATEWAY_KEYS: &[&str] = &[
     "usage-max-mb",
     "usage-max-age-days",
     "teachers",
+    "max-sessions",
+    "max-sessions-per-principal",
+    "session-idle-seconds",
 ];
 pub(super) const POLICY_KEYS: &[&str] = &["principals", "tools", "allow"];
 pub(super) const MODEL_KEYS: &[&str] =

@@ -44,6 +44,9 @@
 //! usage-max-mb = 16.0                  # then cut to half, newest kept
 //! usage-max-age-days = 90.0
 //! teachers = ["alice", "group:eng"]    # whose calls teach (default: only the local user)
+//! max-sessions = 10000                 # `--http`: 2025-11-25 sessions open at once; then 503
+//! max-sessions-per-principal = 100     # each principal's; then 429
+//! session-idle-seconds = 1800.0        # a session idle this long is closed
 //!
 //! [[gateway.policy]]                   # who may see and call what (none: everyone, everything)
 //! principals = ["bob", "group:support"] # token names, subjects, client ids, group:<claim value>

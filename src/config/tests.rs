@@ -252,6 +252,33 @@ fn the_gateway_table_is_read_and_checked() {
 }
 
 #[test]
+fn the_session_caps_are_read_and_checked() {
+    let c = Config::parse(
+        "[gateway]\nmax-sessions = 50\nmax-sessions-per-principal = 5\nsession-idle-seconds = 90\n",
+    )
+    .unwrap();
+    let limits = c.gateway.session_limits();
+    assert_eq!(limits.max_total, 50);
+    assert_eq!(limits.max_per_principal, 5);
+    assert_eq!(limits.idle, std::time::Duration::from_secs(90));
+    let d = GatewayConfig::default().session_limits();
+    assert_eq!((d.max_total, d.max_per_principal), (10_000, 100));
+    assert_eq!(d.idle, std::time::Duration::from_secs(1_800));
+    for (text, key) in [
+        ("max-sessions = 0", "gateway.max-sessions"),
+        (
+            "max-sessions-per-principal = 0",
+            "gateway.max-sessions-per-principal",
+        ),
+        ("session-idle-seconds = 0.5", "gateway.session-idle-seconds"),
+        ("session-idle-seconds = nan", "gateway.session-idle-seconds"),
+    ] {
+        let e = err(&format!("[gateway]\n{text}\n"));
+        assert_eq!(e.key.as_deref(), Some(key), "{text}: {e}");
+    }
+}
+
+#[test]
 fn a_file_that_is_not_toml_gives_its_line() {
     let e = err("[search]\ndepth = 3\ndepth = 4\n");
     assert_eq!(e.key, None);

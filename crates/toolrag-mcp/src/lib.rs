@@ -28,6 +28,7 @@ pub mod gateway;
 pub mod jsonrpc;
 pub mod limits;
 pub mod policy;
+pub mod sessions;
 pub mod settings;
 pub mod streamable_http;
 mod telemetry;

@@ -82,6 +82,16 @@ pub struct GatewayConfig {
     /// subjects, client ids or `group:<value>`, as in a policy. Empty: only
     /// the local principal (stdio, or HTTP without authentication).
     pub teachers: Vec<String>,
+    /// Over streamable HTTP (`--http`, with or without `--upstream`): how
+    /// many sessions of protocol 2025-11-25 and before may be open at once,
+    /// all principals together; past it, a new one gets `503`.
+    pub max_sessions: usize,
+    /// How many such sessions each principal may have open at once; past
+    /// it, a new one gets `429`.
+    pub max_sessions_per_principal: usize,
+    /// A session with no request in flight (and no stream open) for this
+    /// many seconds is closed.
+    pub session_idle_seconds: f64,
 }
 
 impl Default for GatewayConfig {
@@ -103,6 +113,9 @@ impl Default for GatewayConfig {
             usage_max_mb: 16.0,
             usage_max_age_days: 90.0,
             teachers: Vec::new(),
+            max_sessions: crate::sessions::SessionLimits::DEFAULT_MAX_TOTAL,
+            max_sessions_per_principal: crate::sessions::SessionLimits::DEFAULT_MAX_PER_PRINCIPAL,
+            session_idle_seconds: crate::sessions::SessionLimits::DEFAULT_IDLE.as_secs_f64(),
         }
     }
 }
@@ -176,9 +189,48 @@ impl GatewayConfig {
                 format!("`gateway.teachers` has an empty entry `{t}`"),
             ));
         }
+        self.validate_sessions()?;
         crate::policy::Policy::compile(&self.policy)?;
         crate::limits::ToolLimits::compile(&self.tool_calls_per_minute)?;
         Ok(())
+    }
+
+    fn validate_sessions(&self) -> Result<()> {
+        for (key, n) in [
+            ("max-sessions", self.max_sessions),
+            (
+                "max-sessions-per-principal",
+                self.max_sessions_per_principal,
+            ),
+        ] {
+            if !(1..=1_000_000).contains(&n) {
+                return Err(invalid(
+                    &format!("gateway.{key}"),
+                    format!("`gateway.{key}` must be 1 to 1000000, not {n}"),
+                ));
+            }
+        }
+        if !(self.session_idle_seconds.is_finite()
+            && (1.0..=86_400.0).contains(&self.session_idle_seconds))
+        {
+            return Err(invalid(
+                "gateway.session-idle-seconds",
+                format!(
+                    "`gateway.session-idle-seconds` must be 1 to 86400, not {}",
+                    self.session_idle_seconds
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The caps and idle time of streamable-HTTP sessions.
+    pub fn session_limits(&self) -> crate::sessions::SessionLimits {
+        crate::sessions::SessionLimits::new(
+            self.max_sessions,
+            self.max_sessions_per_principal,
+            std::time::Duration::from_secs_f64(self.session_idle_seconds),
+        )
     }
 
     /// The `allow` entry that lets `tool_id` (`server/tool`) act without

@@ -14,6 +14,10 @@
 //!   `/.well-known/oauth-protected-resource`. The principal goes into the
 //!   request's extensions, where the MCP handlers read it
 //!   ([`principal_of`]);
+//! - **sessions bound to their principal** ([`crate::sessions`]): a request
+//!   on a session another principal opened gets rmcp's answer to an unknown
+//!   session, and is logged; sessions are capped per principal (`429`) and
+//!   in total (`503`), and idle ones end ([`HttpOptions::sessions`]);
 //! - **connections** served as `toolrag serve` serves them (a deadline for
 //!   headers, a cap on open connections: [`toolrag_http::serve_router`]);
 //! - **shutdown**: when `shutdown` resolves, no new connection is taken;
@@ -31,13 +35,13 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use rmcp::service::RequestContext;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{RoleServer, ServerHandler};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::limits::Buckets;
+use crate::sessions::{ForeignSessionHook, SessionLimits, Sessions};
 use toolrag_auth::{AuthError, Authenticator, Principal};
 
 /// The MCP endpoint's path.
@@ -80,6 +84,12 @@ pub struct HttpOptions {
     /// that holds a minute's worth); over it, `429` with `Retry-After`.
     /// `None`: no limit.
     pub requests_per_minute: Option<std::num::NonZeroU32>,
+    /// Caps on the sessions of protocols 2025-11-25 and before, and their
+    /// idle time.
+    pub sessions: SessionLimits,
+    /// Told of every request refused because its session belongs to
+    /// another principal (the gateway audits them).
+    pub on_foreign_session: Option<ForeignSessionHook>,
 }
 
 impl Default for HttpOptions {
@@ -93,6 +103,8 @@ impl Default for HttpOptions {
             max_body_bytes: 4 * 1024 * 1024,
             limits: toolrag_http::ConnLimits::default(),
             requests_per_minute: None,
+            sessions: SessionLimits::default(),
+            on_foreign_session: None,
         }
     }
 }
@@ -145,11 +157,9 @@ where
         .with_json_response(true)
         .with_cancellation_token(cancel.child_token())
         .with_max_request_body_bytes(opts.max_body_bytes);
-    let mcp = StreamableHttpService::new(
-        move || Ok(factory()),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
+    let sessions = Sessions::new(opts.sessions, opts.on_foreign_session.clone());
+    sessions.spawn_sweeper(cancel.clone());
+    let mcp = StreamableHttpService::new(move || Ok(factory()), sessions.manager.clone(), config);
     let front = Front {
         auth: opts.auth.clone(),
         metadata_url: format!("{base}{METADATA_PATH}"),
@@ -164,6 +174,10 @@ where
     };
     let app = Router::new()
         .route_service(ENDPOINT, mcp)
+        .layer(axum::middleware::from_fn_with_state(
+            sessions,
+            crate::sessions::guard,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             front.clone(),
             authenticate,

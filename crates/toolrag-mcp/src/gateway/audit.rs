@@ -113,6 +113,8 @@ pub enum AuditEvent {
     Decision,
     /// An [`Outcome`] of a call's result.
     Result,
+    /// A request on a session another principal opened ([`SessionRecord`]).
+    Session,
 }
 
 /// What a record's `decision` field holds: a [`Decision`] in a `decision`
@@ -184,6 +186,9 @@ pub enum DecidedBy {
     Policy,
     /// `rate limit`.
     RateLimit,
+    /// `gateway: session owner`: the request named a session (2025-11-25's
+    /// `Mcp-Session-Id`) that another principal opened.
+    SessionOwner,
 }
 
 impl std::fmt::Display for DecidedBy {
@@ -206,6 +211,7 @@ impl std::fmt::Display for DecidedBy {
             DecidedBy::ApprovalState => f.write_str("gateway: approval state"),
             DecidedBy::Policy => f.write_str("policy"),
             DecidedBy::RateLimit => f.write_str("rate limit"),
+            DecidedBy::SessionOwner => f.write_str("gateway: session owner"),
         }
     }
 }
@@ -300,6 +306,47 @@ impl<'a> AuditRecord<'a> {
     }
 }
 
+/// A line of the audit log about a request on a session (protocol
+/// 2025-11-25's `Mcp-Session-Id`) that another principal opened: it was
+/// refused, and answered as one on an unknown session.
+///
+/// ```json
+/// {"time":"2026-12-07T01:02:03.456Z","event":"session","decision":"denied",
+///  "decidedBy":"gateway: session owner","reason":"POST on a session that alice opened",
+///  "principal":"bob"}
+/// ```
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionRecord<'a> {
+    /// When (RFC 3339, UTC, milliseconds).
+    pub time: String,
+    /// `session`.
+    pub event: AuditEvent,
+    /// `denied`.
+    pub decision: Decision,
+    /// `gateway: session owner`.
+    pub decided_by: DecidedBy,
+    /// The method, and whose session it was.
+    pub reason: String,
+    /// Who sent the request.
+    pub principal: &'a str,
+}
+
+impl<'a> SessionRecord<'a> {
+    /// The record of a `method` request by `principal` on a session that
+    /// `owner` opened, stamped now.
+    pub fn foreign(principal: &'a str, owner: &str, method: &str) -> SessionRecord<'a> {
+        SessionRecord {
+            time: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            event: AuditEvent::Session,
+            decision: Decision::Denied,
+            decided_by: DecidedBy::SessionOwner,
+            reason: format!("{method} on a session that {owner} opened"),
+            principal,
+        }
+    }
+}
+
 /// An append-only JSON Lines file.
 #[derive(Debug)]
 pub struct AuditLog {
@@ -335,6 +382,15 @@ impl AuditLog {
 
     /// Appends `record` as one line and syncs it to disk.
     pub fn write(&self, record: &AuditRecord<'_>) -> Result<(), GatewayError> {
+        self.append(record)
+    }
+
+    /// Appends a [`SessionRecord`] as one line and syncs it to disk.
+    pub fn write_session(&self, record: &SessionRecord<'_>) -> Result<(), GatewayError> {
+        self.append(record)
+    }
+
+    fn append(&self, record: &impl Serialize) -> Result<(), GatewayError> {
         let mut line = serde_json::to_vec(record).expect("a record serialises");
         line.push(b'\n');
         let mut f = self.file.lock().unwrap_or_else(|p| p.into_inner());

@@ -379,6 +379,16 @@ impl Gateway {
         Ok(report)
     }
 
+    /// Writes to the audit log that `e.principal` sent a request on a
+    /// session another principal opened (and was answered as on an unknown
+    /// session); a failure to write is logged.
+    pub fn audit_foreign_session(&self, e: &crate::sessions::ForeignSession) {
+        let record = audit::SessionRecord::foreign(&e.principal.name, &e.owner, &e.method);
+        if let Err(err) = self.audit.write_session(&record) {
+            tracing::error!("cannot write the audit log: {err}");
+        }
+    }
+
     /// The live index of the upstream tools.
     ///
     /// # Panics
