@@ -20,7 +20,10 @@ ABSTAIN on the out-of-scope ones. `--forms` first sends one request with each
 
 Stdlib only (urllib). Usage, after scripts/fetch-planner:
   python3 research/probes/planner_models.py [--models gemma3-270m,qwen2.5-coder-1.5b] [--forms]
-      [--max-tokens 300] [--json OUT]
+      [--bounded] [--max-tokens 300] [--json OUT]
+`--bounded` adds caps to the schema (at most 3 steps and 2 citations, rationale <= 120 characters):
+llama-cpp-python checks the grammar against the whole vocabulary at every token, so a small
+model that lists every candidate at length costs minutes an answer.
 """
 
 from __future__ import annotations
