@@ -197,6 +197,13 @@ fn a_spent_budget_is_422_with_every_attempts_verdict() {
         400,
         "invalid_request",
     );
+    // Nothing offered, nothing to plan over: the model is not asked.
+    let r = plan(
+        &s,
+        json!({"query": REQUEST, "namespaces": ["no-such-server"]}),
+    );
+    error_is(&r, 404, "no_candidates");
+    assert_eq!(model.requests().len(), 3 + 1 + 3);
     let m = no_server_errors(&s);
     assert!(
         m.contains(r#"toolrag_plans_total{outcome="aborted"} 3"#),

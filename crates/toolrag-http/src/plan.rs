@@ -11,6 +11,8 @@
 //! - The request gets its own time budget ([`budget`]), not the search
 //!   timeout: (1 + the server's `max_retry`) planner timeouts, plus the
 //!   request timeout for the retrieval and the queue.
+//! - A retrieval that offers no tool is 404 `no_candidates`, without asking
+//!   the plan model: a plan over no handle cannot pass the gate.
 //! - A spent budget is 422 `plan_aborted`, whose body adds the attempts and
 //!   their verdicts to the error; a planner that cannot be asked is 502
 //!   `planner_unavailable` or 504 `planner_timeout` (the log names its URL,
@@ -139,6 +141,9 @@ pub async fn plan(
     JsonBody(body): JsonBody<serde_json::Value>,
 ) -> Result<Response, HttpError> {
     let (search, asked) = PlanBody::from_value(body)?.split()?;
+    // The request's own mistakes first, then the server's state.
+    let pins = search.pin.clone();
+    let req = search.into_request(&app.options().pinned)?;
     let Some(planner) = app.options().planner.clone() else {
         return Err(ApiError::server(
             InternalCode::PlannerNotConfigured,
@@ -149,8 +154,7 @@ pub async fn plan(
     };
     let live = app.live()?;
     let snapshot = live.snapshot();
-    check_pins(&search.pin, &snapshot)?;
-    let req = search.into_request(&app.options().pinned)?;
+    check_pins(&pins, &snapshot)?;
     let max_retry = asked.map_or(planner.max_retry(), |n| n.min(planner.max_retry()));
     // Held by the plan's thread until it ends, even when the request is
     // dropped (timed out, or the client left): the threads the plans hold
@@ -170,6 +174,14 @@ pub async fn plan(
         })
         .await??;
     app.0.metrics.searched(&set);
+    if set.candidates.is_empty() {
+        // A plan over no handle cannot pass the gate: no call would help.
+        return Err(HttpError::user(
+            UserCode::NoCandidates,
+            "the retrieval offers no tool for this request (the filters leave none, or nothing \
+             matches it), so there is nothing to plan over",
+        ));
+    }
     let generation = generation_name(&snapshot);
     let query = set.query.clone();
     let offered = set.candidates;

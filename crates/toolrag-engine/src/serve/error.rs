@@ -19,6 +19,7 @@
 //! | 401 | `unauthorized` | a missing or wrong bearer token |
 //! | 404 | `tool_not_found` | no tool with this id or handle (a card, or a request's `pin`) |
 //! | 404 | `not_found` | no such route |
+//! | 404 | `no_candidates` | a plan request whose retrieval offers no tool (its filters leave none, or nothing matches) |
 //! | 405 | `method_not_allowed` | the route exists, the method does not |
 //! | 413 | `body_too_large` | the body is over 64 KiB |
 //! | 415 | `unsupported_media_type` | the body is not `application/json` in UTF-8 |
@@ -58,6 +59,9 @@ pub enum UserCode {
     ToolNotFound,
     /// 404 `not_found`: no such route.
     NotFound,
+    /// 404 `no_candidates`: the retrieval of a plan request offers no tool,
+    /// so there is nothing to plan over.
+    NoCandidates,
     /// 405 `method_not_allowed`: the route exists, the method does not.
     MethodNotAllowed,
     /// 413 `body_too_large`: the body is over [`MAX_BODY_BYTES`](super::MAX_BODY_BYTES).
@@ -112,7 +116,7 @@ impl UserCode {
             MalformedJson | InvalidRequest | InvalidK | EmptyQuery | QueryTooLong
             | BatchTooLarge | InvalidInput => 400,
             Unauthorized => 401,
-            ToolNotFound | NotFound => 404,
+            ToolNotFound | NotFound | NoCandidates => 404,
             MethodNotAllowed => 405,
             BodyTooLarge => 413,
             UriTooLong => 414,
@@ -136,6 +140,7 @@ impl UserCode {
             Unauthorized => "unauthorized",
             ToolNotFound => "tool_not_found",
             NotFound => "not_found",
+            NoCandidates => "no_candidates",
             MethodNotAllowed => "method_not_allowed",
             BodyTooLarge => "body_too_large",
             UnsupportedMediaType => "unsupported_media_type",
@@ -174,7 +179,7 @@ impl InternalCode {
 impl ApiCode {
     /// Every code, in the order of the table in the module docs (and of
     /// `openapi.json`'s `Error.code` enum).
-    pub const ALL: [ApiCode; 22] = {
+    pub const ALL: [ApiCode; 23] = {
         use ApiCode::{Internal as I, User as U};
         use InternalCode::*;
         use UserCode::*;
@@ -189,6 +194,7 @@ impl ApiCode {
             U(Unauthorized),
             U(ToolNotFound),
             U(NotFound),
+            U(NoCandidates),
             U(MethodNotAllowed),
             U(BodyTooLarge),
             U(UnsupportedMediaType),
