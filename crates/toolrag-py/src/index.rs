@@ -276,6 +276,41 @@ impl Index {
         .map_err(to_py)
     }
 
+    /// Asks the plan model at `url` for a Khipu plan over the candidates of
+    /// `request`, gates it and repairs it, as `toolrag plan` does. Returns
+    /// `{"plan", "attempts", "verdict", "history"}` as JSON; raises
+    /// `PlanAborted` when the budget is spent and `PlannerUnavailable` when
+    /// the plan model cannot be asked.
+    #[pyo3(signature = (request, k, mode, namespaces, url, model, api_key, max_retry, timeout, prompt, constrain))]
+    #[allow(clippy::too_many_arguments)]
+    fn plan(
+        &self,
+        py: Python<'_>,
+        request: String,
+        k: usize,
+        mode: &str,
+        namespaces: Vec<String>,
+        url: String,
+        model: Option<String>,
+        api_key: Option<String>,
+        max_retry: usize,
+        timeout: f64,
+        prompt: Option<String>,
+        constrain: bool,
+    ) -> PyResult<String> {
+        let (searcher, req) = self.request(request, k, mode, namespaces)?;
+        let ask = crate::plan::Ask {
+            url,
+            model,
+            api_key,
+            max_retry,
+            timeout,
+            prompt,
+            constrain,
+        };
+        crate::plan::run(py, &searcher, &req, ask)
+    }
+
     /// Rebuilds the index in place from new tools, embedding only new and
     /// changed texts, and switches to it. Returns the build report as JSON.
     #[pyo3(signature = (tools_json, paths, namespace, progress))]

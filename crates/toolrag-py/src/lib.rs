@@ -2,7 +2,7 @@
 //!
 //! The Python package (`python/toolrag`) is the API users see; this module is
 //! what it calls: the index ([`index::Index`], [`index::Hit`]), the lint and
-//! the gate ([`checks`]), and the whole command line ([`run_cli`]), so the
+//! the gate ([`checks`]), the plan model in the loop ([`plan`]), and the whole command line ([`run_cli`]), so the
 //! wheel's `toolrag` console script is the Rust program itself.
 //!
 //! Values cross the boundary as JSON text: Python's `json` module and serde
@@ -13,6 +13,7 @@ mod checks;
 mod errors;
 mod index;
 mod model;
+mod plan;
 
 use pyo3::prelude::*;
 

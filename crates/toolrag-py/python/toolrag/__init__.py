@@ -10,6 +10,12 @@ Khipu candidate set, and check the plan that comes back::
     offered = index.khipu("read the file /etc/hosts", k=5)
     verdict = toolrag.gate(plan_from_the_model, offered)
 
+Or let toolrag ask the plan model (any OpenAI-compatible chat server), gate
+its plan and repair it::
+
+    plan = index.plan("read the file /etc/hosts", planner="http://127.0.0.1:8080/v1")
+    print(plan.decision, plan.cited, plan.attempts)
+
 Lint tool definitions the way a senior engineer reviews them::
 
     for finding in toolrag.lint("tools/"):
@@ -31,10 +37,13 @@ from ._errors import (
     InvalidInput,
     InvalidRegistry,
     ModelMissing,
+    PlanAborted,
+    PlannerUnavailable,
 )
 from ._index import Index, Mode
 from ._native import Hit
 from ._native import version as _version
+from ._plan import Plan
 
 __version__: str = _version()
 
@@ -50,6 +59,9 @@ __all__ = [
     "Location",
     "Mode",
     "ModelMissing",
+    "Plan",
+    "PlanAborted",
+    "PlannerUnavailable",
     "Verdict",
     "Violation",
     "gate",

@@ -54,3 +54,51 @@ class ModelMissing(Error):
     """The embedding model cannot be found or loaded. The message says where it
     was looked for and how to get one; ``Index.build(..., lexical_only=True)``
     builds without it."""
+
+
+class PlanAborted(Error):
+    """No plan the model proposed passed the gate, and the retry budget is spent.
+
+    ``attempts`` is how many proposals were made (``1 + max_retry``);
+    ``verdicts`` is every attempt's verdict, in order, each a dict with
+    ``valid``, ``violations`` (``code``, ``path``, ``message``) and
+    ``requiresApproval``; ``verdict`` is the last of them; ``history`` has
+    each attempt's ``attempt``, ``answer`` (the model's text), ``verdict`` and
+    ``seconds``.
+    """
+
+    attempts: int
+    verdict: dict[str, Any]
+    verdicts: list[dict[str, Any]]
+    history: list[dict[str, Any]]
+
+    def __init__(
+        self,
+        message: str,
+        attempts: int = 0,
+        verdicts: list[dict[str, Any]] | None = None,
+        history: list[dict[str, Any]] | None = None,
+        **details: Any,
+    ) -> None:
+        super().__init__(message, **details)
+        self.attempts = attempts
+        self.verdicts = verdicts or []
+        self.history = history or []
+        if not hasattr(self, "verdict"):
+            self.verdict = self.verdicts[-1] if self.verdicts else {}
+
+
+class PlannerUnavailable(Error, ConnectionError):
+    """The plan model could not be asked: it cannot be reached, it timed out,
+    it answered an HTTP error, or it answered something that is no chat
+    completion. No retry is spent on it.
+
+    ``url`` is the endpoint that was posted to; ``reason`` is
+    ``"unreachable"``, ``"timeout"``, ``"http"`` or ``"bad_response"``;
+    ``status`` is the HTTP status when ``reason`` is ``"http"``, else ``None``.
+    The message never holds the API key.
+    """
+
+    url: str | None = None
+    reason: str | None = None
+    status: int | None = None

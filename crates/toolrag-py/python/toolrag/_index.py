@@ -1,4 +1,4 @@
-"""The index: build, open, search, update."""
+"""The index: build, open, search, plan, update."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import os
 from collections.abc import Iterator
 from typing import Any, Literal
 
-from . import _native, _runtime
+from . import _native, _plan, _runtime
 from ._native import Hit
+from ._plan import Plan
 from ._tools import prepare
 
 Mode = Literal["hybrid", "lexical", "dense"]
@@ -159,6 +160,92 @@ class Index:
         :func:`toolrag.gate`."""
         result: dict[str, Any] = json.loads(self._ix.khipu(request, k, mode, _namespaces(namespace)))
         return result
+
+    def plan(
+        self,
+        request: str,
+        *,
+        planner: str,
+        model: str | None = None,
+        max_retry: int = 2,
+        k: int = 5,
+        mode: Mode = "hybrid",
+        namespace: str | list[str] | tuple[str, ...] | None = None,
+        timeout: float = 120.0,
+        prompt: str | None = None,
+        constrain: bool = True,
+        api_key: str | None = None,
+    ) -> Plan:
+        """Asks a plan model for a Khipu plan over the tools retrieved for
+        ``request``, gates it, and repairs it: the loop of ``toolrag plan``.
+
+        The top ``k`` tools are retrieved as :meth:`khipu` retrieves them.
+        ``planner`` is the base URL of an OpenAI-compatible chat server
+        (llama.cpp's server, llama-cpp-python, vLLM, Ollama, LM Studio, TGI or
+        a hosted API; toolrag posts to ``{planner}/chat/completions``), and
+        ``model`` the request's ``model`` field. The model is asked only for
+        the decision, the steps, the cited handles and the reason to abstain;
+        toolrag fills in the rest of the plan, and the gate checks all of it.
+        On a violation the gate's feedback goes back to the model, up to
+        ``max_retry`` repairs. ``timeout`` bounds each call, in seconds;
+        ``prompt`` replaces the system prompt; ``constrain=False`` sends no
+        ``response_format`` schema. The API key is ``api_key``, else
+        ``TOOLRAG_PLANNER_API_KEY``; it is sent as a bearer token, never shown.
+
+        Returns a :class:`toolrag.Plan`. Raises :class:`toolrag.PlanAborted`
+        (with every attempt's verdict) when no proposal passed,
+        :class:`toolrag.PlannerUnavailable` when the plan model cannot be
+        reached, times out or answers an HTTP error (at once, with no retry
+        spent), and :class:`toolrag.InvalidInput` for a bad option. The GIL is
+        released while it runs: threads can plan at once on one index.
+        """
+        _plan.check(planner, max_retry, timeout)
+        text = self._ix.plan(
+            request,
+            k,
+            mode,
+            _namespaces(namespace),
+            planner,
+            model,
+            _plan.api_key(api_key),
+            max_retry,
+            float(timeout),
+            prompt,
+            constrain,
+        )
+        return _plan.from_json(text)
+
+    async def aplan(
+        self,
+        request: str,
+        *,
+        planner: str,
+        model: str | None = None,
+        max_retry: int = 2,
+        k: int = 5,
+        mode: Mode = "hybrid",
+        namespace: str | list[str] | tuple[str, ...] | None = None,
+        timeout: float = 120.0,
+        prompt: str | None = None,
+        constrain: bool = True,
+        api_key: str | None = None,
+    ) -> Plan:
+        """:meth:`plan` for asyncio code: runs in a worker thread, so the
+        event loop goes on while the plan model thinks."""
+        return await asyncio.to_thread(
+            self.plan,
+            request,
+            planner=planner,
+            model=model,
+            max_retry=max_retry,
+            k=k,
+            mode=mode,
+            namespace=namespace,
+            timeout=timeout,
+            prompt=prompt,
+            constrain=constrain,
+            api_key=api_key,
+        )
 
     def update(self, tools: Any, *, namespace: str = "tools", progress: bool = False) -> dict[str, Any]:
         """Rebuilds the index from ``tools`` (the whole new set, as for
