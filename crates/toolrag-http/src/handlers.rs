@@ -311,12 +311,12 @@ pub async fn request_limits(req: Request, next: Next) -> Response {
 }
 
 /// Answers 503 `timeout` when a request takes longer than the configured
-/// timeout (`POST /v1/plan`: its own, longer budget, [`budget`](super::plan::budget)).
+/// timeout (`POST /v1/plan`: its own, longer budget, `AppState::plan_budget`).
 /// The request's future is dropped: a batch stops before its next search; a
 /// search already running on the pool finishes on its own, and so does a plan.
 pub async fn timeout(State(app): State<AppState>, req: Request, next: Next) -> Response {
     let limit = if req.uri().path() == "/v1/plan" {
-        super::plan::budget(&app)
+        app.plan_budget()
     } else {
         app.options().timeout
     };

@@ -191,6 +191,23 @@ impl AppState {
         &self.0.options
     }
 
+    /// The longest `POST /v1/plan` may take on this server: (1 + the
+    /// planner's `max_retry`) calls of `planner_timeout` each, plus the
+    /// request timeout (the retrieval, and a wait for a plan's turn).
+    /// Without a planner, the request timeout.
+    fn plan_budget(&self) -> Duration {
+        let o = self.options();
+        match &o.planner {
+            Some(p) => {
+                let calls = u32::try_from(p.max_retry().saturating_add(1)).unwrap_or(u32::MAX);
+                o.planner_timeout
+                    .saturating_mul(calls)
+                    .saturating_add(o.timeout)
+            }
+            None => o.timeout,
+        }
+    }
+
     /// Runs CPU-bound work off the async threads, at most `search_threads` at
     /// once, in the order asked (the semaphore is fair). The work is counted
     /// in `toolrag_search_pool_tasks_total` when it starts.

@@ -8,7 +8,7 @@
 //!   plan itself (mostly waiting on the plan model) runs on a blocking thread
 //!   of its own, under the plans' own semaphore: slow plans never hold a
 //!   search thread.
-//! - The request gets its own time budget ([`budget`]), not the search
+//! - The request gets its own time budget (`AppState::plan_budget`), not the search
 //!   timeout: (1 + the server's `max_retry`) planner timeouts, plus the
 //!   request timeout for the retrieval and the queue.
 //! - A retrieval that offers no tool is 404 `no_candidates`, without asking
@@ -17,8 +17,6 @@
 //!   their verdicts to the error; a planner that cannot be asked is 502
 //!   `planner_unavailable` or 504 `planner_timeout` (the log names its URL,
 //!   the answer does not); no planner is 501 `planner_not_configured`.
-
-use std::time::Duration;
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -115,23 +113,6 @@ impl PlanBody {
             pin: self.pin,
         };
         Ok((search, max_retry))
-    }
-}
-
-/// The longest `POST /v1/plan` may take on this server: (1 + the planner's
-/// `max_retry`) calls of `planner_timeout` each, plus the request timeout
-/// (the retrieval, and a wait for a plan's turn). Without a planner, the
-/// request timeout.
-pub fn budget(app: &AppState) -> Duration {
-    let o = app.options();
-    match &o.planner {
-        Some(p) => {
-            let calls = u32::try_from(p.max_retry().saturating_add(1)).unwrap_or(u32::MAX);
-            o.planner_timeout
-                .saturating_mul(calls)
-                .saturating_add(o.timeout)
-        }
-        None => o.timeout,
     }
 }
 
@@ -263,6 +244,7 @@ fn planner_error(e: &PlannerError) -> ApiError {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::time::Duration;
 
     #[test]
     fn plan_bodies() {
@@ -325,13 +307,13 @@ mod tests {
     #[test]
     fn the_budget_covers_every_call() {
         let mut o = crate::ServeOptions::default();
-        assert_eq!(budget(&AppState::new(o.clone())), o.timeout);
+        assert_eq!(AppState::new(o.clone()).plan_budget(), o.timeout);
         let mut opts = toolrag_planner::PlannerOptions::new("http://127.0.0.1:9/v1");
         opts.max_retry = 2;
         o.planner = Some(std::sync::Arc::new(toolrag_planner::Planner::new(opts)));
         o.planner_timeout = Duration::from_secs(30);
         assert_eq!(
-            budget(&AppState::new(o.clone())),
+            AppState::new(o.clone()).plan_budget(),
             Duration::from_secs(90) + o.timeout
         );
     }
