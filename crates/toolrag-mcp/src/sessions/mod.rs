@@ -108,8 +108,9 @@ impl Sessions {
         }
     }
 
-    /// Expires idle sessions every quarter of the idle time (at most every
-    /// minute), until `cancel`.
+    /// Expires idle sessions every quarter of the idle time (but no less
+    /// often than once a minute, nor more than ten times a second), until
+    /// `cancel`.
     pub(crate) fn spawn_sweeper(&self, cancel: CancellationToken) {
         let every = (self.table.limits().idle / 4)
             .clamp(Duration::from_millis(100), Duration::from_secs(60));
