@@ -45,8 +45,11 @@ pub fn answer_schema(offered: &[Candidate]) -> Value {
         "type": "object",
         "properties": {
             "decision": { "type": "string", "enum": ["ABSTAIN"] },
-            "steps": { "type": "array", "maxItems": 0 },
-            "citedNodeIds": { "type": "array", "maxItems": 0 },
+            // `items` with `maxItems: 0`, not `maxItems` alone: llama.cpp's
+            // schema-to-grammar converters ignore the bound of an array
+            // without `items`, and a small model then abstains with steps.
+            "steps": { "type": "array", "items": step, "maxItems": 0 },
+            "citedNodeIds": { "type": "array", "items": handle, "maxItems": 0 },
             "abstainReason": { "type": "string", "minLength": 1, "maxLength": MAX_TEXT_CHARS },
         },
         "required": ["decision", "steps", "citedNodeIds", "abstainReason"],
