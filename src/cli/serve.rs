@@ -68,9 +68,10 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     #[command(flatten)]
-    planner: PlannerArgs,
-    #[command(flatten)]
     model: ModelArgs,
+    // Last: its help heading would hold every option after it.
+    #[command(flatten)]
+    planner: PlannerArgs,
 }
 
 /// The plan model of POST /v1/plan.
