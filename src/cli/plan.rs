@@ -164,6 +164,14 @@ pub fn run(mut args: PlanArgs) -> anyhow::Result<ExitCode> {
     request.pin = config.pinned.clone();
     let result = searcher.search(&request)?;
     let offered = khipu::candidate_set(&result, |id| searcher.tool(id)).candidates;
+    if offered.is_empty() {
+        // A plan over no handle cannot pass the gate (candidates has minItems 1):
+        // asking the model would only spend the budget.
+        bail!(
+            "no tool in {} matches the request, so there is nothing to plan over (try --mode hybrid, or index more tools)",
+            args.index.display()
+        );
+    }
     let planner = Planner::new(opts);
     let outcome = planner.plan(
         &args.request,

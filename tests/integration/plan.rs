@@ -430,6 +430,28 @@ fn bad_options_are_refused_before_anything_is_sent() {
 }
 
 #[test]
+fn a_request_nothing_matches_is_refused_without_asking_the_model() {
+    let server = Scripted::start(json!([navigate("tool://nowhere/made_up")]));
+    let out = toolrag()
+        .args([
+            "plan",
+            "zzqxj vvbnmw",
+            "--mode",
+            "lexical",
+            "--planner",
+            &server.url,
+            "--index",
+        ])
+        .arg(index())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("nothing to plan over"), "{err}");
+    assert!(server.requests().is_empty(), "the model was asked");
+}
+
+#[test]
 fn a_prompt_file_replaces_the_system_prompt() {
     let dir = tempfile::tempdir().unwrap();
     let prompt = dir.path().join("prompt.txt");
