@@ -136,3 +136,25 @@ pub fn python_scenario(script: &str, name: &str) -> serde_json::Value {
     );
     serde_json::from_str(stdout.trim()).expect("one JSON line")
 }
+
+/// One index of `tools/` built with the real model, shared by the tests of
+/// this binary that only read it (`toolrag plan`'s, with and without a real
+/// plan model).
+pub fn tools_index() -> &'static std::path::Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let reg = toolrag::Registry::load(&[shipped_tools()], &Default::default()).unwrap();
+        let e = fresh_embedder();
+        let opts = toolrag::index::BuildOptions::new(dir.path());
+        toolrag::index::build(
+            reg,
+            Some(toolrag::index::BuildModel::Loaded(&e)),
+            &opts,
+            &|_| {},
+        )
+        .unwrap();
+        dir
+    })
+    .path()
+}

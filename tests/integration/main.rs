@@ -34,6 +34,7 @@ mod plan_real;
 mod query;
 mod registry;
 mod schemathesis;
+mod scripted;
 mod server;
 mod shared;
 mod transfer;

@@ -1,40 +1,16 @@
 //! `toolrag plan` against a scripted OpenAI-compatible server: repairs, the
 //! retry budget, exit codes, the request's schema, the key, format fallback.
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use toolrag::index::{build, BuildModel, BuildOptions};
-use toolrag::registry::LoadOptions;
-use toolrag::Registry;
 
-use crate::common::{fresh_embedder, root, shipped_tools, stdout_json, toolrag};
+use crate::common::{stdout_json, toolrag, tools_index as index};
+use crate::scripted::{navigate, Scripted};
 
 /// The request every test here plans for.
 const REQUEST: &str = "show me what I changed in my git working tree";
-
-/// One index of tools/, built once with the real model.
-fn index() -> &'static Path {
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let reg = Registry::load(&[shipped_tools()], &LoadOptions::default()).unwrap();
-        let e = fresh_embedder();
-        build(
-            reg,
-            Some(BuildModel::Loaded(&e)),
-            &BuildOptions::new(dir.path()),
-            &|_| {},
-        )
-        .unwrap();
-        dir
-    })
-    .path()
-}
 
 /// The handles `toolrag plan` offers for [`REQUEST`] (k = 5, hybrid).
 fn offered() -> &'static Vec<String> {
@@ -54,78 +30,15 @@ fn offered() -> &'static Vec<String> {
     })
 }
 
-fn navigate(handle: &str) -> Value {
-    json!({ "plan": {
-        "decision": "NAVIGATE",
-        "steps": [{ "action": "CITE", "nodeId": handle, "rationale": "it answers the request" }],
-        "citedNodeIds": [handle],
-        "abstainReason": null,
-    }})
-}
-
-/// The scripted server (tests/planner_scripted.py), killed on drop.
-struct Scripted {
-    child: Child,
-    url: String,
-    log: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Scripted {
-    fn start(answers: Value) -> Scripted {
-        let dir = tempfile::tempdir().unwrap();
-        let script = dir.path().join("script.json");
-        std::fs::write(&script, answers.to_string()).unwrap();
-        let log = dir.path().join("requests.jsonl");
-        let mut child = Command::new("python3")
-            .arg(root().join("tests/planner_scripted.py"))
-            .arg(&script)
-            .arg(&log)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("python3 runs");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        assert!(
-            line.starts_with("http://"),
-            "the scripted server said {line:?}"
-        );
-        Scripted {
-            child,
-            url: line.trim().to_string(),
-            log,
-            _dir: dir,
-        }
-    }
-
-    /// The request bodies received, in order.
-    fn requests(&self) -> Vec<Value> {
-        std::fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
-    }
-
-    /// `toolrag plan REQUEST --index … --planner URL` and `extra`.
-    fn plan(&self, extra: &[&str]) -> std::process::Output {
-        toolrag()
-            .env_remove("TOOLRAG_PLANNER_API_KEY")
-            .args(["plan", REQUEST, "--planner", &self.url, "--index"])
-            .arg(index())
-            .args(extra)
-            .output()
-            .unwrap()
-    }
-}
-
-impl Drop for Scripted {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `toolrag plan REQUEST --index … --planner URL` and `extra`, with no key.
+fn plan_with(server: &Scripted, extra: &[&str]) -> std::process::Output {
+    toolrag()
+        .env_remove("TOOLRAG_PLANNER_API_KEY")
+        .args(["plan", REQUEST, "--planner", &server.url, "--index"])
+        .arg(index())
+        .args(extra)
+        .output()
+        .unwrap()
 }
 
 /// The last user message of a request body.
@@ -156,7 +69,7 @@ fn json_out(out: &std::process::Output) -> Value {
 fn a_citation_of_a_handle_not_offered_is_sent_back_by_name_and_the_repair_lands() {
     let good = &offered()[0];
     let server = Scripted::start(json!([navigate("tool://nowhere/made_up"), navigate(good)]));
-    let out = server.plan(&[]);
+    let out = plan_with(&server, &[]);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -186,7 +99,7 @@ fn a_citation_of_a_handle_not_offered_is_sent_back_by_name_and_the_repair_lands(
 #[test]
 fn three_bad_plans_with_max_retry_2_exit_1_after_exactly_3_requests() {
     let server = Scripted::start(json!([navigate("tool://nowhere/made_up")]));
-    let out = server.plan(&["--max-retry", "2"]);
+    let out = plan_with(&server, &["--max-retry", "2"]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(server.requests().len(), 3);
     let v = json_out(&out);
@@ -198,7 +111,7 @@ fn three_bad_plans_with_max_retry_2_exit_1_after_exactly_3_requests() {
         assert_eq!(a["verdict"]["violations"][0]["code"], "not-offered", "{a}");
     }
     // The human form names every attempt's violations too.
-    let out = server.plan(&["--max-retry", "0", "--format", "human"]);
+    let out = plan_with(&server, &["--max-retry", "0", "--format", "human"]);
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("attempt 1: rejected"), "{text}");
@@ -212,7 +125,7 @@ fn text_that_is_not_json_is_repaired() {
         { "content": "Sure! I would use the git status tool." },
         navigate(&offered()[0]),
     ]));
-    let out = server.plan(&[]);
+    let out = plan_with(&server, &[]);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -230,7 +143,7 @@ fn an_abstain_plan_with_its_reason_is_a_plan() {
         "decision": "ABSTAIN", "steps": [], "citedNodeIds": [],
         "abstainReason": "no offered tool books flights",
     }}]));
-    let out = server.plan(&[]);
+    let out = plan_with(&server, &[]);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -269,7 +182,7 @@ fn an_unreachable_planner_exits_2_within_seconds() {
 #[test]
 fn an_http_error_exits_2_at_once_naming_the_status() {
     let server = Scripted::start(json!([{ "status": 503, "body": "loading model" }]));
-    let out = server.plan(&["--max-retry", "2"]);
+    let out = plan_with(&server, &["--max-retry", "2"]);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         server.requests().len(),
@@ -284,7 +197,7 @@ fn an_http_error_exits_2_at_once_naming_the_status() {
 #[test]
 fn the_requests_schema_names_every_offered_handle() {
     let server = Scripted::start(json!([navigate(&offered()[0])]));
-    let out = server.plan(&[]);
+    let out = plan_with(&server, &[]);
     assert_eq!(out.status.code(), Some(0));
     let body = &server.requests()[0]["body"];
     let rf = &body["response_format"];
@@ -311,7 +224,7 @@ fn the_requests_schema_names_every_offered_handle() {
 #[test]
 fn without_constraint_no_response_format_is_sent() {
     let server = Scripted::start(json!([navigate(&offered()[0])]));
-    let out = server.plan(&["--no-constrain"]);
+    let out = plan_with(&server, &["--no-constrain"]);
     assert_eq!(out.status.code(), Some(0));
     assert!(server.requests()[0]["body"]
         .get("response_format")
@@ -324,7 +237,7 @@ fn a_server_that_refuses_json_schema_is_asked_with_json_object_and_told_once() {
         { "refuse_format": "json_schema" },
         navigate(&offered()[0]),
     ]));
-    let out = server.plan(&[]);
+    let out = plan_with(&server, &[]);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -457,7 +370,7 @@ fn a_prompt_file_replaces_the_system_prompt() {
     let prompt = dir.path().join("prompt.txt");
     std::fs::write(&prompt, "You are a careful router. JSON only.").unwrap();
     let server = Scripted::start(json!([navigate(&offered()[0])]));
-    let out = server.plan(&["--prompt", prompt.to_str().unwrap()]);
+    let out = plan_with(&server, &["--prompt", prompt.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0));
     let body = &server.requests()[0]["body"];
     assert_eq!(

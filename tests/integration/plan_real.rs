@@ -4,14 +4,10 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
 
 use serde_json::Value;
-use toolrag::index::{build, BuildModel, BuildOptions};
-use toolrag::registry::LoadOptions;
-use toolrag::Registry;
 
-use crate::common::{fresh_embedder, installed, root, toolrag};
+use crate::common::{installed, root, toolrag, tools_index as index};
 
 /// A request the shipped registry serves with one clear tool.
 const REQUEST: &str = "read the text file /etc/hosts";
@@ -41,19 +37,6 @@ fn start() -> (Server, String) {
     let server = Server(child);
     assert!(line.starts_with("http://"), "planner-server said {line:?}");
     (server, line.trim().to_string())
-}
-
-fn index() -> &'static std::path::Path {
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let reg = Registry::load(&[root().join("tools")], &LoadOptions::default()).unwrap();
-        let e = fresh_embedder();
-        let opts = BuildOptions::new(dir.path());
-        build(reg, Some(BuildModel::Loaded(&e)), &opts, &|_| {}).unwrap();
-        dir
-    })
-    .path()
 }
 
 fn run_plan(url: &str, extra: &[&str]) -> (Option<i32>, Value, String) {

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use crate::common::root;
-use crate::plan_http::Scripted;
+use crate::scripted::Scripted;
 use crate::server::harness::{index_copy, Server};
 
 /// The venv `make schemathesis` sets up; `TOOLRAG_SCHEMATHESIS` overrides the
