@@ -208,6 +208,14 @@ fn stdin_extension(text: &str) -> &'static str {
     }
 }
 
+/// The value parser of a `--mode` (or `--modes`) argument: the names of
+/// [`toolrag::Mode::NAMES`], shown as possible values, read as a `Mode`.
+pub fn mode_parser() -> impl clap::builder::TypedValueParser<Value = toolrag::Mode> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(toolrag::Mode::NAMES)
+        .map(|m| m.parse::<toolrag::Mode>().unwrap_or_default())
+}
+
 /// Options that choose the embedding model.
 #[derive(Debug, Clone, Args)]
 pub struct ModelArgs {

@@ -7,7 +7,6 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use clap::builder::{PossibleValuesParser, TypedValueParser as _};
 use clap::{Args, ValueEnum};
 use toolrag::gate::{ToolResolver, Verdict};
 use toolrag::planner::{AttemptRecord, PlanFailure, Planned, Planner, PlannerOptions};
@@ -102,8 +101,7 @@ pub struct PlanArgs {
     #[arg(
         long,
         default_value_t = Mode::Hybrid,
-        value_parser = PossibleValuesParser::new(Mode::NAMES)
-            .map(|m| m.parse::<Mode>().unwrap_or_default())
+        value_parser = super::mode_parser()
     )]
     mode: Mode,
     /// The config file (default: ./toolrag.toml when present).

@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
-use clap::builder::{PossibleValuesParser, TypedValueParser as _};
 use clap::{Args, ValueEnum};
 use rayon::prelude::*;
 use toolrag::search::{khipu, Mode, SearchConfig, SearchRequest, SearchResult, Searcher};
@@ -55,8 +54,7 @@ pub struct QueryArgs {
     #[arg(
         long,
         default_value_t = Mode::Hybrid,
-        value_parser = PossibleValuesParser::new(Mode::NAMES)
-            .map(|m| m.parse::<Mode>().unwrap_or_default())
+        value_parser = super::mode_parser()
     )]
     mode: Mode,
     /// Only tools in this namespace (repeatable).

@@ -9,7 +9,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{bail, Context};
-use clap::builder::{PossibleValuesParser, TypedValueParser as _};
 use clap::{Args, ValueEnum};
 use toolrag::embed::Embedder;
 use toolrag::eval::{Check, EvalReport, Threshold};
@@ -81,8 +80,7 @@ pub struct EvalArgs {
     /// with a note, when the index is lexical-only or there is no model.
     #[arg(
         long,
-        value_parser = PossibleValuesParser::new(Mode::NAMES)
-            .map(|m| m.parse::<Mode>().unwrap_or_default()),
+        value_parser = super::mode_parser(),
         value_delimiter = ',',
         default_value = "lexical,dense,hybrid"
     )]
