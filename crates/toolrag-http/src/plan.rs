@@ -21,9 +21,9 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
-use toolrag_engine::search::{khipu, Mode};
+use toolrag_engine::search::khipu;
 use toolrag_engine::serve::{generation_name, Answer, ApiError, InternalCode, UserCode};
 use toolrag_planner::{Aborted, PlanFailure, PlannerError};
 
@@ -39,44 +39,32 @@ pub const MAX_RETRY_ASKED: usize = 10;
 /// How many tools a plan is offered when the request does not say.
 const DEFAULT_PLAN_K: i64 = 5;
 
-/// The body of `POST /v1/plan`: the search body's fields (with `k`
+/// The body of `POST /v1/plan`: a search body ([`SearchBody`], with `k`
 /// defaulting to 5) and `maxRetry`. Unknown fields are refused.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+///
+/// The search fields are the search body's own, read by its reader, so the
+/// two routes cannot drift apart; `maxRetry` is taken out first.
+#[derive(Debug, Clone, PartialEq)]
 pub struct PlanBody {
-    /// The request in words.
-    pub query: String,
-    /// How many tools to offer the plan model, 1..=100 (default 5).
-    #[serde(default, deserialize_with = "json_integer")]
-    pub k: Option<i64>,
-    /// `hybrid` (default), `lexical` or `dense`.
-    #[serde(default)]
-    pub mode: Option<Mode>,
-    /// Only these namespaces.
-    #[serde(default)]
-    pub namespaces: Vec<String>,
-    /// Only tools with one of these tags.
-    #[serde(default)]
-    pub tags: Vec<String>,
-    /// Only tools annotated read-only.
-    #[serde(default)]
-    pub read_only: bool,
-    /// Leave out tools that are, or may be, destructive.
-    #[serde(default)]
-    pub exclude_destructive: bool,
-    /// Tools always offered.
-    #[serde(default)]
-    pub pin: Vec<String>,
+    /// The retrieval's request.
+    pub search: SearchBody,
     /// Repairs after the first proposal, 0..=[`MAX_RETRY_ASKED`]; `None`:
     /// the server's. More than the server's is lowered to it.
-    #[serde(default, deserialize_with = "json_integer")]
     pub max_retry: Option<i64>,
+}
+
+/// `maxRetry`, read on its own with the search body's integer rule.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Repairs {
+    #[serde(default, deserialize_with = "json_integer")]
+    max_retry: Option<i64>,
 }
 
 impl PlanBody {
     /// Reads a plan body: an object, with a precise message otherwise.
     pub fn from_value(v: serde_json::Value) -> Result<PlanBody, ApiError> {
-        if !v.is_object() {
+        let serde_json::Value::Object(mut fields) = v else {
             return Err(ApiError::user(
                 UserCode::InvalidRequest,
                 format!(
@@ -84,8 +72,13 @@ impl PlanBody {
                     json_type(&v)
                 ),
             ));
-        }
-        parse_value(v)
+        };
+        let max_retry = match fields.remove("maxRetry") {
+            None => None,
+            Some(n) => parse_value::<Repairs>(serde_json::json!({ "maxRetry": n }))?.max_retry,
+        };
+        let search = parse_value(serde_json::Value::Object(fields))?;
+        Ok(PlanBody { search, max_retry })
     }
 
     /// The search body of its retrieval and the repairs it asks for.
@@ -102,16 +95,8 @@ impl PlanBody {
                 }
             },
         };
-        let search = SearchBody {
-            query: self.query,
-            k: Some(self.k.unwrap_or(DEFAULT_PLAN_K)),
-            mode: self.mode,
-            namespaces: self.namespaces,
-            tags: self.tags,
-            read_only: self.read_only,
-            exclude_destructive: self.exclude_destructive,
-            pin: self.pin,
-        };
+        let mut search = self.search;
+        search.k.get_or_insert(DEFAULT_PLAN_K);
         Ok((search, max_retry))
     }
 }
