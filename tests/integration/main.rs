@@ -10,6 +10,7 @@ mod corrupt;
 mod docs_examples;
 mod embed;
 mod eval;
+mod function_length;
 mod gate;
 mod hardening;
 mod index;

@@ -105,6 +105,17 @@ pub struct Metrics {
     scrape: Mutex<()>,
 }
 
+/// Registers `metric` under `name` with `help`, and gives it back.
+fn register<M: prometheus_client::registry::Metric + Clone>(
+    registry: &mut Registry,
+    name: &str,
+    help: &str,
+    metric: M,
+) -> M {
+    registry.register(name, help, metric.clone());
+    metric
+}
+
 impl Metrics {
     /// Registers every metric.
     pub fn new() -> Metrics {
@@ -113,107 +124,93 @@ impl Metrics {
         let mut root = Registry::default();
         root.register_collector(Box::new(super::process::ProcessCollector));
         let registry = root.sub_registry_with_prefix("toolrag");
-        let build = Family::<BuildLabels, Gauge>::default();
-        registry.register(
+        let build = register(
+            registry,
             "build_info",
             "Always 1: the toolrag version, the commit it was built from and the embedding model \
              serving dense search (none: lexical only, or the index is not loaded yet)",
-            build.clone(),
+            Family::<BuildLabels, Gauge>::default(),
         );
-        let searches = Family::<ModeLabels, Counter>::default();
-        registry.register(
+        let searches = register(
+            registry,
             "searches",
             "Searches answered, by mode (a batch counts each request)",
-            searches.clone(),
+            Family::<ModeLabels, Counter>::default(),
         );
-        let decisions = Family::<DecisionLabels, Counter>::default();
-        registry.register(
+        let decisions = register(
+            registry,
             "search_decisions",
             "Searches answered, by the decision suggested to the plan model",
-            decisions.clone(),
+            Family::<DecisionLabels, Counter>::default(),
         );
-        // Every series exists from the start, at 0, so that rates and
-        // ratios over them are defined before the first search.
-        for mode in Mode::ALL {
-            drop(searches.get_or_create(&ModeLabels { mode: mode.name() }));
-        }
-        for d in [Decision::Navigate, Decision::Abstain] {
-            drop(decisions.get_or_create(&DecisionLabels {
-                decision: decision_name(d),
-            }));
-        }
-        let requests = Family::<RequestLabels, Counter>::default();
-        registry.register(
+        let requests = register(
+            registry,
             "http_requests",
             "HTTP requests answered, by route, method and status",
-            requests.clone(),
+            Family::<RequestLabels, Counter>::default(),
         );
-        let latency: HistogramFamily =
-            Family::new_with_constructor(|| Histogram::new(BUCKETS.iter().copied()));
-        registry.register(
+        let latency: HistogramFamily = register(
+            registry,
             "http_request_duration_seconds",
             "Time to answer an HTTP request, by route",
-            latency.clone(),
+            Family::new_with_constructor(|| Histogram::new(BUCKETS.iter().copied())),
         );
-        let generation = Gauge::default();
-        registry.register(
+        let generation = register(
+            registry,
             "index_generation",
             "The number of the index generation being served (gen-N)",
-            generation.clone(),
+            Gauge::default(),
         );
-        let tools = Gauge::default();
-        registry.register(
+        let tools = register(
+            registry,
             "index_tools",
             "Tools in the index being served",
-            tools.clone(),
+            Gauge::default(),
         );
-        let ready = Gauge::default();
-        registry.register(
+        let ready = register(
+            registry,
             "ready",
             "1 once the index is loaded, 0 before",
-            ready.clone(),
+            Gauge::default(),
         );
-        let reloads = Family::<OutcomeLabels, Counter>::default();
-        registry.register(
+        let reloads = register(
+            registry,
             "index_reloads",
             "Index reloads: swapped in (ok) or refused (error)",
-            reloads.clone(),
+            Family::<OutcomeLabels, Counter>::default(),
         );
-        let connections = Gauge::default();
-        registry.register(
+        let connections = register(
+            registry,
             "http_connections",
             "Open HTTP connections",
-            connections.clone(),
+            Gauge::default(),
         );
-        let connections_refused = Counter::default();
-        registry.register(
+        let connections_refused = register(
+            registry,
             "http_connections_refused",
             "Connections closed at once because the most connections allowed were open",
-            connections_refused.clone(),
+            Counter::default(),
         );
-        let header_timeouts = Counter::default();
-        registry.register(
+        let header_timeouts = register(
+            registry,
             "http_header_timeouts",
             "Connections closed because a request's headers did not arrive in time",
-            header_timeouts.clone(),
+            Counter::default(),
         );
-        let pool_tasks = Counter::default();
-        registry.register(
+        let pool_tasks = register(
+            registry,
             "search_pool_tasks",
             "Searches and gate checks started on the search pool (a batch counts each request)",
-            pool_tasks.clone(),
+            Counter::default(),
         );
-        let plans = Family::<OutcomeLabels, Counter>::default();
-        registry.register(
+        let plans = register(
+            registry,
             "plans",
             "Plans asked of the plan model (POST /v1/plan), by outcome: passed the gate, aborted \
              (the retry budget spent) or failed (the plan model could not be asked)",
-            plans.clone(),
+            Family::<OutcomeLabels, Counter>::default(),
         );
-        for outcome in PLAN_OUTCOMES {
-            drop(plans.get_or_create(&OutcomeLabels { outcome }));
-        }
-        Metrics {
+        let metrics = Metrics {
             registry: root,
             build,
             searches,
@@ -230,6 +227,27 @@ impl Metrics {
             pool_tasks,
             plans,
             scrape: Mutex::new(()),
+        };
+        metrics.start_series_at_zero();
+        metrics
+    }
+
+    /// Every labelled series exists from the start, at 0, so that rates and
+    /// ratios over them are defined before the first search or plan.
+    fn start_series_at_zero(&self) {
+        for mode in Mode::ALL {
+            drop(
+                self.searches
+                    .get_or_create(&ModeLabels { mode: mode.name() }),
+            );
+        }
+        for d in [Decision::Navigate, Decision::Abstain] {
+            drop(self.decisions.get_or_create(&DecisionLabels {
+                decision: decision_name(d),
+            }));
+        }
+        for outcome in PLAN_OUTCOMES {
+            drop(self.plans.get_or_create(&OutcomeLabels { outcome }));
         }
     }
 

@@ -78,6 +78,33 @@ struct NativeBoundary {
     when: String,
 }
 
+impl From<NativeExample> for Example {
+    fn from(e: NativeExample) -> Example {
+        Example {
+            request: e.request,
+            arguments: e.arguments,
+        }
+    }
+}
+
+impl From<NativeEdgeCase> for EdgeCase {
+    fn from(e: NativeEdgeCase) -> EdgeCase {
+        EdgeCase {
+            case: e.case,
+            behaviour: e.behaviour,
+        }
+    }
+}
+
+impl From<NativeBoundary> for Boundary {
+    fn from(b: NativeBoundary) -> Boundary {
+        Boundary {
+            tool: b.tool,
+            when: b.when,
+        }
+    }
+}
+
 /// Maps a TOML key path to the normalised tool's pointer (`input_schema` →
 /// `inputSchema`, and so on), for source locations.
 fn pointer_segment(depth: usize, key: &str) -> String {
@@ -157,6 +184,13 @@ pub(super) fn load(
     text: &str,
     limits: &super::LoadLimits,
 ) -> Result<ToolDef, LoadError> {
+    let (native, spans) = parse(path, text)?;
+    into_tool(native, spans, path, limits)
+}
+
+/// Reads the file as a [`NativeTool`], with the location of every value
+/// (JSON pointer → line and column) for errors and lint.
+fn parse(path: &Path, text: &str) -> Result<(NativeTool, BTreeMap<String, Location>), LoadError> {
     let table: toml::Table = toml::from_str(text).map_err(|e| LoadError {
         location: e.span().map_or_else(
             || Location::file_start(path),
@@ -192,7 +226,16 @@ pub(super) fn load(
             }
         },
     )?;
+    Ok((native, spans))
+}
 
+/// The tool a parsed file defines, within `limits`.
+fn into_tool(
+    native: NativeTool,
+    spans: BTreeMap<String, Location>,
+    path: &Path,
+    limits: &super::LoadLimits,
+) -> Result<ToolDef, LoadError> {
     let namespace = native.namespace.clone().unwrap_or_else(|| {
         path.parent().and_then(|p| p.file_name()).map_or_else(
             || "default".to_string(),
@@ -238,30 +281,9 @@ pub(super) fn load(
             idempotent_hint: native.annotations.idempotent_hint,
             open_world_hint: native.annotations.open_world_hint,
         },
-        examples: native
-            .examples
-            .into_iter()
-            .map(|e| Example {
-                request: e.request,
-                arguments: e.arguments,
-            })
-            .collect(),
-        edge_cases: native
-            .edge_cases
-            .into_iter()
-            .map(|e| EdgeCase {
-                case: e.case,
-                behaviour: e.behaviour,
-            })
-            .collect(),
-        not_for: native
-            .not_for
-            .into_iter()
-            .map(|b| Boundary {
-                tool: b.tool,
-                when: b.when,
-            })
-            .collect(),
+        examples: native.examples.into_iter().map(Example::from).collect(),
+        edge_cases: native.edge_cases.into_iter().map(EdgeCase::from).collect(),
+        not_for: native.not_for.into_iter().map(Boundary::from).collect(),
         deprecated: None,
         meta: None,
         learnt: vec![],

@@ -18,10 +18,11 @@ use toolrag_core::error::{Error, Result};
 use toolrag_core::registry::{document_text, Registry, ToolDef};
 
 mod reuse;
+mod vectors;
 
 pub use reuse::content_hash;
-use reuse::{previous_manifest, previous_vectors, text_hash, tool_texts};
-use toolrag_embed::{embed_documents_chunked, Embedder};
+use reuse::{previous_manifest, text_hash, tool_texts};
+use toolrag_embed::Embedder;
 
 /// What to build and how.
 #[derive(Debug, Clone)]
@@ -269,23 +270,7 @@ fn build_generation(
         lexical_only,
         ..BuildReport::default()
     };
-    {
-        let old: HashMap<&str, &str> = previous
-            .tools
-            .iter()
-            .map(|t| (t.id.as_str(), t.hash.as_str()))
-            .collect();
-        for (t, h) in tools.iter().zip(&hashes) {
-            match old.get(t.id.as_str()) {
-                None => report.new += 1,
-                Some(o) if *o == h => report.reused += 1,
-                Some(_) => report.changed += 1,
-            }
-        }
-        let current: std::collections::HashSet<&str> =
-            tools.iter().map(|t| t.id.as_str()).collect();
-        report.removed = old.keys().filter(|id| !current.contains(*id)).count();
-    }
+    count_changes(&previous, tools, &hashes, &mut report);
 
     let staging = out.join(format!("{STAGING_PREFIX}{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&staging);
@@ -299,34 +284,12 @@ fn build_generation(
 
     // Phase 1, from the registry: the texts to embed, the lexical index and
     // tools.json.
-    let (points, mut point_texts) = if lexical_only {
+    let (points, point_texts) = if lexical_only {
         (Vec::new(), Vec::new())
     } else {
-        let texts: Vec<Vec<(PointKind, String)>> = tools.par_iter().map(tool_texts).collect();
-        let mut points = Vec::new();
-        let mut point_texts = Vec::new();
-        for (ord, tt) in texts.into_iter().enumerate() {
-            for (kind, text) in tt {
-                points.push(Point {
-                    tool: ord as u32,
-                    kind,
-                    text_hash: text_hash(&text),
-                });
-                point_texts.push(text);
-            }
-        }
-        (points, point_texts)
+        points_of(tools)
     };
-    lexical::write(&staging.join("lexical"), tools)?;
-    write_tools_json(&staging.join("tools.json"), tools)?;
-    let entries: Vec<ToolEntry> = tools
-        .iter()
-        .zip(hashes)
-        .map(|(t, hash)| ToolEntry {
-            id: t.id.clone(),
-            hash,
-        })
-        .collect();
+    let entries = write_lexical(&staging, tools, hashes)?;
     drop(registry);
     release_freed_memory(progress);
     crate::index::impact::write(
@@ -343,75 +306,15 @@ fn build_generation(
     let mut model_info = None;
     let mut calibration = None;
     if let Some(model) = model {
-        let embedder = match model {
-            BuildModel::Loaded(e) => HeldEmbedder::Borrowed(e),
-            BuildModel::Deferred(load) => HeldEmbedder::Owned(load()?),
-        };
-        let info = ModelInfo::of(embedder.get());
-        let wanted: std::collections::HashSet<[u8; 16]> =
-            points.iter().map(|p| p.text_hash).collect();
-        let mut cache = previous_vectors(&previous, &info, &wanted);
-        drop(wanted);
-        // Embed each distinct missing text once.
-        let mut todo: Vec<(usize, [u8; 16])> = Vec::new();
-        let mut queued = std::collections::HashSet::new();
-        for (i, p) in points.iter().enumerate() {
-            if !cache.contains_key(&p.text_hash) && queued.insert(p.text_hash) {
-                todo.push((i, p.text_hash));
-            }
-        }
-        report.embedded_texts = todo.len();
-        report.reused_texts = points.len()
-            - points
-                .iter()
-                .filter(|p| queued.contains(&p.text_hash))
-                .count();
-        drop(queued);
-        progress(BuildProgress::EmbedStart { total: todo.len() });
-        let t_embed = Instant::now();
-        // Each text to embed is used once more, here: moved, not copied.
-        let texts: Vec<String> = todo
-            .iter()
-            .map(|(i, _)| std::mem::take(&mut point_texts[*i]))
-            .collect();
-        drop(point_texts);
-        let vectors = embed_documents_chunked(embedder.get(), &texts, &|done| {
-            progress(BuildProgress::Embedded { done })
-        })?;
-        drop(texts);
-        cache.extend(todo.iter().map(|(_, h)| *h).zip(vectors));
-        // The calibration requests of every language, embedded as queries
-        // (a few seconds; nothing when this process embedded them with the
-        // same model before).
-        let calibration_vectors = crate::search::calibration::embed_requests(embedder.get())?;
-        report.embed_seconds = t_embed.elapsed().as_secs_f64();
-        progress(BuildProgress::EmbedDone);
-        drop(embedder);
-
-        // Each vector leaves the cache at its text's last use, so memory
-        // shrinks as the file grows.
-        let mut uses: HashMap<[u8; 16], usize> = HashMap::with_capacity(cache.len());
-        for p in &points {
-            *uses.entry(p.text_hash).or_default() += 1;
-        }
-        let mut writer = dense::VectorWriter::create(
-            &staging.join(dense::VECTORS_FILE),
-            info.dimension,
+        let embedded = vectors::embed_and_write(
+            model,
+            &previous,
             &points,
+            point_texts,
+            &staging,
+            &mut report,
+            progress,
         )?;
-        for p in &points {
-            let left = uses.get_mut(&p.text_hash).expect("counted above");
-            *left -= 1;
-            let v = if *left == 0 {
-                cache.remove(&p.text_hash)
-            } else {
-                cache.get(&p.text_hash).cloned()
-            }
-            .ok_or_else(|| Error::Embed("a text has no vector".into()))?;
-            writer.push(&v)?;
-        }
-        writer.finish()?;
-        drop(cache);
         release_freed_memory(progress);
         counts.points = points.len();
         counts.examples = points
@@ -423,7 +326,7 @@ fn build_generation(
         calibration = Some(calibrate(
             &staging,
             counts.tools,
-            Some(calibration_vectors.as_slice()),
+            Some(embedded.calibration.as_slice()),
         )?);
 
         // Phase 3: the graph, streamed from vectors.bin, only for an index
@@ -432,7 +335,7 @@ fn build_generation(
             dense::build_and_dump_hnsw(&staging)?;
             report.graph = dense::has_graph(&staging);
         }
-        model_info = Some(info);
+        model_info = Some(embedded.info);
     }
 
     let calibration = match calibration {
@@ -461,6 +364,64 @@ fn build_generation(
     report.generation = publish(out, &staging)?;
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// Writes the lexical index and tools.json of `tools` to the staged
+/// generation; gives back the manifest's entry of each tool.
+fn write_lexical(staging: &Path, tools: &[ToolDef], hashes: Vec<String>) -> Result<Vec<ToolEntry>> {
+    lexical::write(&staging.join("lexical"), tools)?;
+    write_tools_json(&staging.join("tools.json"), tools)?;
+    Ok(tools
+        .iter()
+        .zip(hashes)
+        .map(|(t, hash)| ToolEntry {
+            id: t.id.clone(),
+            hash,
+        })
+        .collect())
+}
+
+/// Counts the tools that are new, changed, unchanged and removed since the
+/// previous generation, by content hash.
+fn count_changes(
+    previous: &reuse::Previous,
+    tools: &[ToolDef],
+    hashes: &[String],
+    report: &mut BuildReport,
+) {
+    let old: HashMap<&str, &str> = previous
+        .tools
+        .iter()
+        .map(|t| (t.id.as_str(), t.hash.as_str()))
+        .collect();
+    for (t, h) in tools.iter().zip(hashes) {
+        match old.get(t.id.as_str()) {
+            None => report.new += 1,
+            Some(o) if *o == h => report.reused += 1,
+            Some(_) => report.changed += 1,
+        }
+    }
+    let current: std::collections::HashSet<&str> = tools.iter().map(|t| t.id.as_str()).collect();
+    report.removed = old.keys().filter(|id| !current.contains(*id)).count();
+}
+
+/// The dense points of `tools` (the tool's own text, then each example and
+/// learnt request) and their texts, in the same order.
+fn points_of(tools: &[ToolDef]) -> (Vec<Point>, Vec<String>) {
+    let texts: Vec<Vec<(PointKind, String)>> = tools.par_iter().map(tool_texts).collect();
+    let mut points = Vec::new();
+    let mut point_texts = Vec::new();
+    for (ord, tt) in texts.into_iter().enumerate() {
+        for (kind, text) in tt {
+            points.push(Point {
+                tool: ord as u32,
+                kind,
+                text_hash: text_hash(&text),
+            });
+            point_texts.push(text);
+        }
+    }
+    (points, point_texts)
 }
 
 /// Runs the calibration requests through the staged generation's retrievers:
