@@ -7,6 +7,7 @@ mod cli_tools;
 mod common;
 mod config;
 mod corrupt;
+mod doc_limits;
 mod docs_examples;
 mod embed;
 mod eval;
