@@ -17,7 +17,6 @@ use toolrag::mcp::upstream::McpConfig;
 use toolrag::mcp::McpServer;
 use toolrag::serve::RELOAD_POLL;
 
-use super::model::Need;
 use super::{plural, Config, ModelArgs};
 
 /// Serve the index to MCP clients over stdio, or be a gateway in front of
@@ -86,6 +85,11 @@ pub struct McpArgs {
     http: HttpArgs,
     #[command(flatten)]
     model: ModelArgs,
+    /// Serve BM25 only, even when the index was built with the model: without
+    /// this flag, an index with vectors whose model cannot be found is an
+    /// error, not a silent fall back to BM25.
+    #[arg(long)]
+    lexical_only: bool,
 }
 
 /// Serving over streamable HTTP, for a team.
@@ -236,6 +240,7 @@ pub fn run(mut args: McpArgs) -> anyhow::Result<ExitCode> {
         &args.index,
         &args.model,
         config.search,
+        args.lexical_only,
     )?);
     let rt = runtime()?;
     if let Some(addr) = args.http.http {
@@ -302,17 +307,12 @@ fn gateway(args: McpArgs, config: Config, upstream: PathBuf) -> anyhow::Result<E
     let embedder: Option<Arc<dyn toolrag::embed::Embedder>> = if only_lock {
         None
     } else {
-        let sessions = std::thread::available_parallelism().map_or(2, |n| n.get());
-        match args
-            .model
-            .query_embedder(Need::Optional("indexing and serving BM25 only"), sessions)?
-        {
-            Some(e) => {
-                e.warm_up()?;
-                Some(Arc::new(e))
-            }
-            None => None,
-        }
+        super::serve::serving_embedder(
+            &args.index,
+            &args.model,
+            args.lexical_only,
+            "indexing and serving BM25 only",
+        )?
     };
     let rt = runtime()?;
     let result = rt.block_on(async move {

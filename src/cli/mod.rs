@@ -224,8 +224,11 @@ pub struct ModelArgs {
     /// `[model]` table of toolrag.toml, else minilm-tools]
     #[arg(long, value_name = "NAME|DIR")]
     pub model: Option<String>,
-    /// The models folder, where the shipped models are looked for (default:
-    /// $TOOLRAG_MODEL_DIR, then ./models).
+    /// The models folder, where the shipped models are looked for. Default:
+    /// for an index, the model folder it was built with, then next to the
+    /// executable, the user's data folder, $TOOLRAG_MODEL_DIR and ./models;
+    /// otherwise $TOOLRAG_MODEL_DIR, ./models, next to the executable and the
+    /// user's data folder.
     #[arg(long, value_name = "DIR")]
     pub model_dir: Option<PathBuf>,
     /// The `[model]` table of the configuration, set by the command after it

@@ -6,17 +6,20 @@
 //! - It is a nicety the user did not ask for (`toolrag lint --lexical` still
 //!   counts tokens with the model's tokenizer when there is one): used when
 //!   present, and nothing is said when not.
-//! - It is wanted if there is one (hybrid search, serving, building): without
-//!   it the command goes on with BM25 and says so once, on stderr, with how to
-//!   get the model.
-//! - It is required (dense mode): its absence is the error.
+//! - It is wanted if there is one (building, the gateway's own index):
+//!   without it the command goes on with BM25 and says so once, on stderr,
+//!   with how to get the model.
+//! - It is required (searching or serving an index built with the model,
+//!   unless `--mode lexical` or `--lexical-only` says otherwise): the index
+//!   records its model's folder and sha256, the model is looked for from any
+//!   working folder ([`ModelArgs::for_index`]), and its absence is the error.
 //!
 //! A model folder that exists but is broken is always an error.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use toolrag::embed::{EmbedOptions, Embedder, FastEmbedder, ModelConfig, ModelDir};
+use toolrag::embed::{EmbedOptions, Embedder, FastEmbedder, IndexModel, ModelConfig, ModelDir};
 use toolrag::search::Mode;
 
 use super::ModelArgs;
@@ -24,27 +27,11 @@ use super::ModelArgs;
 /// How much a command needs the embedding model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Need {
-    /// Not wanted: not looked for, nothing said.
-    No,
     /// Used when there is one; nothing said without it.
     IfPresent,
     /// Used when there is one; without it the command falls back to BM25
     /// and says so. The text says what it does instead ("serving BM25 only").
     Optional(&'static str),
-    /// Required: no model is an error.
-    Required,
-}
-
-impl Need {
-    /// What a search in `mode` needs, given whether the index has vectors.
-    pub fn for_search(mode: Mode, lexical_only_index: bool) -> Need {
-        match mode {
-            _ if lexical_only_index => Need::No,
-            Mode::Lexical => Need::No,
-            Mode::Hybrid => Need::Optional("using BM25 only"),
-            Mode::Dense => Need::Required,
-        }
-    }
 }
 
 /// The one way the binary sets up the model: `sessions` single-threaded
@@ -98,12 +85,8 @@ impl ModelArgs {
     pub fn locate(&self, need: Need) -> anyhow::Result<Option<ModelDir>> {
         let choice = self.choice();
         let fallback = match need {
-            Need::No => return Ok(None),
             Need::IfPresent => None,
             Need::Optional(fallback) => Some(fallback),
-            Need::Required => {
-                return Ok(Some(ModelDir::select(self.model_dir.as_deref(), &choice)?))
-            }
         };
         match ModelDir::select(self.model_dir.as_deref(), &choice) {
             Ok(dir) => Ok(Some(dir)),
@@ -131,53 +114,60 @@ impl ModelArgs {
         Ok(Some(FastEmbedder::load(&dir, &embed_options(sessions))?))
     }
 
-    /// The query embedder for searching the index in `index` in `mode`: what
-    /// [`Need::for_search`] says, with a note when the mode wanted vectors
-    /// the index does not have.
+    /// The query embedder for searching the index in `index` in `mode`. A
+    /// lexical search needs no model, nor does a lexical-only index (with a
+    /// note when the mode wanted vectors). Otherwise the index's own model
+    /// is required, found from any working folder ([`ModelArgs::for_index`]).
     pub fn embedder_for_index(
         &self,
         index: &Path,
         mode: Mode,
         sessions: usize,
     ) -> anyhow::Result<Option<Arc<dyn Embedder>>> {
-        let gen = toolrag::index::current_generation(index)?;
-        // A look at the metadata: `Searcher::open` verifies every file next.
-        let lexical_only = toolrag::index::Manifest::read_unverified(&gen)?.lexical_only;
-        if lexical_only && mode != Mode::Lexical {
+        if mode == Mode::Lexical {
+            return Ok(None);
+        }
+        let Some(dir) = self.for_index(index)? else {
             eprintln!(
                 "toolrag: note: this index is lexical-only (built without the model); using BM25"
             );
-        }
-        let embedder = self.query_embedder(Need::for_search(mode, lexical_only), sessions)?;
-        Ok(embedder.map(|e| Arc::new(e) as Arc<dyn Embedder>))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn what_each_search_needs() {
-        assert_eq!(Need::for_search(Mode::Lexical, false), Need::No);
-        assert_eq!(Need::for_search(Mode::Dense, true), Need::No);
-        assert_eq!(Need::for_search(Mode::Dense, false), Need::Required);
-        assert!(matches!(
-            Need::for_search(Mode::Hybrid, false),
-            Need::Optional(_)
-        ));
-    }
-
-    #[test]
-    fn an_unwanted_model_is_not_looked_for() {
-        // A folder that does not exist would be an error if it were looked at.
-        let args = ModelArgs {
-            model: None,
-            model_dir: Some("/nonexistent/toolrag-model".into()),
-            config: ModelConfig::default(),
+            return Ok(None);
         };
-        assert!(args.locate(Need::No).unwrap().is_none());
-        assert!(args.locate(Need::Required).is_err());
+        let embedder = FastEmbedder::load(&dir, &embed_options(sessions))?;
+        Ok(Some(Arc::new(embedder) as Arc<dyn Embedder>))
+    }
+
+    /// The model folder of the index in `index`: `None` for a lexical-only
+    /// index; otherwise the model its manifest records, looked for where
+    /// [`ModelDir::for_index`] looks (a `--model` or `--model-dir` wins).
+    /// Not finding it is an error that says where it looked and what to do:
+    /// a dense index is never served as BM25 without being asked.
+    pub fn for_index(&self, index: &Path) -> anyhow::Result<Option<ModelDir>> {
+        let gen = toolrag::index::current_generation(index)?;
+        // A look at the metadata: `Searcher::open` verifies every file next.
+        let manifest = toolrag::index::Manifest::read_unverified(&gen)?;
+        let Some(info) = manifest.model.as_ref().filter(|_| !manifest.lexical_only) else {
+            return Ok(None);
+        };
+        let built_with = IndexModel {
+            id: &info.id,
+            fingerprint: &info.sha256,
+            dir: info.dir.as_deref(),
+        };
+        match ModelDir::for_index(self.model_dir.as_deref(), &self.choice(), &built_with) {
+            Ok(dir) => Ok(Some(dir)),
+            Err(e @ toolrag::Error::ModelNotFound { .. }) => {
+                Err(anyhow::Error::new(e).context(format!(
+                    "the index in {} was built with {}, and that model is not here; put it back \
+                     (scripts/fetch-model, or copy models/ next to the executable or into the \
+                     user's data folder), name it with --model-dir, or search without it \
+                     (--mode lexical; --lexical-only for serve and mcp)",
+                    index.display(),
+                    info.id
+                )))
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 }
 
@@ -219,7 +209,7 @@ mod choice_tests {
             Some("intfloat/multilingual-e5-small"),
             ModelConfig::default(),
         );
-        let err = a.locate(Need::Required).unwrap_err().to_string();
+        let err = a.locate(Need::IfPresent).unwrap_err().to_string();
         assert!(err.contains("downloads no models"), "{err}");
         assert!(err.contains("query: "), "{err}");
         let a = args(Some("no-such-model"), ModelConfig::default());

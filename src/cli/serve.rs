@@ -69,6 +69,11 @@ pub struct ServeArgs {
     config: Option<PathBuf>,
     #[command(flatten)]
     model: ModelArgs,
+    /// Serve BM25 only, even when the index was built with the model: without
+    /// this flag, an index with vectors whose model cannot be found is an
+    /// error, not a silent fall back to BM25.
+    #[arg(long)]
+    lexical_only: bool,
     // Last: its help heading would hold every option after it.
     #[command(flatten)]
     planner: PlannerArgs,
@@ -209,10 +214,11 @@ async fn serve(
         }
     });
 
-    let (index, model) = (args.index.clone(), args.model.clone());
-    let loaded = tokio::task::spawn_blocking(move || open_live(&index, &model, search))
-        .await
-        .context("loading the index failed")?;
+    let (index, model, lexical_only) = (args.index.clone(), args.model.clone(), args.lexical_only);
+    let loaded =
+        tokio::task::spawn_blocking(move || open_live(&index, &model, search, lexical_only))
+            .await
+            .context("loading the index failed")?;
     let live = match loaded {
         Ok(live) => Arc::new(live),
         Err(e) => {
@@ -252,25 +258,47 @@ async fn serve(
     Ok(ExitCode::SUCCESS)
 }
 
-/// Opens the index with the embedding model when there is one. The model is
-/// loaded even for a lexical-only index, so that a rebuild with vectors is
-/// served in hybrid mode after a reload.
+/// Opens the index with its embedding model. An index built with the model
+/// gets that model, found from any working folder, or the error says where
+/// it was looked for; `lexical_only` serves BM25 instead. An index without
+/// vectors (or none yet) gets the model when there is one, so that a rebuild
+/// with vectors is served in hybrid mode after a reload.
 pub fn open_live(
     index: &Path,
     model: &ModelArgs,
     search: toolrag::search::SearchConfig,
+    lexical_only: bool,
 ) -> anyhow::Result<LiveIndex> {
-    let sessions = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let embedder: Option<Arc<dyn toolrag::embed::Embedder>> =
-        match model.query_embedder(Need::Optional("serving BM25 only"), sessions)? {
-            Some(e) => {
-                e.warm_up()?;
-                Some(Arc::new(e))
-            }
-            None => None,
-        };
+    let embedder = serving_embedder(index, model, lexical_only, "serving BM25 only")?;
     LiveIndex::open(index, embedder, search)
         .with_context(|| format!("cannot open the index in {}", index.display()))
+}
+
+/// The warmed-up query embedder of a long-running server of the index in
+/// `index`: none with `lexical_only`; the index's own model when it was built
+/// with one (an error when that model cannot be found); otherwise the model
+/// when there is one, and without it a note that the server is `fallback`.
+pub fn serving_embedder(
+    index: &Path,
+    model: &ModelArgs,
+    lexical_only: bool,
+    fallback: &'static str,
+) -> anyhow::Result<Option<Arc<dyn toolrag::embed::Embedder>>> {
+    let dir = if lexical_only {
+        None
+    } else if toolrag::index::current_generation(index).is_ok() {
+        match model.for_index(index)? {
+            Some(dir) => Some(dir),
+            None => model.locate(Need::Optional(fallback))?,
+        }
+    } else {
+        model.locate(Need::Optional(fallback))?
+    };
+    let Some(dir) = dir else { return Ok(None) };
+    let sessions = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let e = toolrag::embed::FastEmbedder::load(&dir, &super::model::embed_options(sessions))?;
+    e.warm_up()?;
+    Ok(Some(Arc::new(e)))
 }
 
 fn read_token(path: &Path) -> anyhow::Result<String> {

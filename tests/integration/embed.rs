@@ -225,10 +225,11 @@ fn an_index_built_with_one_model_is_refused_by_another_naming_both() {
     assert!(err.contains("incompatible index"), "{err}");
     assert!(err.contains("all-MiniLM-L6-v2"), "{err}");
     assert!(err.contains("local model"), "{err}");
-    // The default model (the tuned one) is another model too.
+    // The tuned model is another model too.
     let out = crate::common::toolrag()
         .args(["query", "read a file", "--index"])
         .arg(&index)
+        .args(["--model", "minilm-tools"])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -241,6 +242,13 @@ fn an_index_built_with_one_model_is_refused_by_another_naming_both() {
         .args(["query", "read a file", "--index"])
         .arg(&index)
         .args(["--model", "minilm"])
+        .assert()
+        .success();
+    // With no model named, the index's own model is found (not the default
+    // model, which would refuse it).
+    crate::common::toolrag()
+        .args(["query", "read a file", "--index"])
+        .arg(&index)
         .assert()
         .success();
 }

@@ -28,6 +28,7 @@ mod mcp_gateway;
 mod mcp_http;
 mod mcp_import;
 mod mcp_sessions;
+mod model_anywhere;
 mod names;
 mod openapi_client;
 mod plan;

@@ -62,6 +62,8 @@ pub struct FastEmbedder {
     /// The weights' sha256, extended with the settings when they are not
     /// plain (see [`ModelSettings::is_plain`]).
     fingerprint: String,
+    /// The model folder, absolute.
+    source_dir: std::path::PathBuf,
 }
 
 impl std::fmt::Debug for FastEmbedder {
@@ -182,6 +184,8 @@ impl FastEmbedder {
             model_sha256,
             settings,
             fingerprint,
+            source_dir: std::path::absolute(dir.path())
+                .unwrap_or_else(|_| dir.path().to_path_buf()),
         };
         // Probe once: proves the model runs and tells the dimension.
         me.dimension = me.embed_query("probe")?.len();
@@ -251,6 +255,10 @@ impl Embedder for FastEmbedder {
 
     fn dimension(&self) -> usize {
         self.dimension
+    }
+
+    fn source_dir(&self) -> Option<&std::path::Path> {
+        Some(&self.source_dir)
     }
 
     fn fingerprint(&self) -> &str {

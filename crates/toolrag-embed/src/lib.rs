@@ -12,8 +12,8 @@ mod model_dir;
 
 pub use fast::{EmbedOptions, FastEmbedder, TokenCounter};
 pub use model_dir::{
-    builtin_model, BuiltinModel, ModelConfig, ModelDir, ModelSettings, Pooling, BUILTIN_MODELS,
-    DEFAULT_MODEL, MODEL_DIR_ENV, MODEL_FILES,
+    builtin_model, BuiltinModel, IndexModel, ModelConfig, ModelDir, ModelSettings, Pooling,
+    BUILTIN_MODELS, DEFAULT_MODEL, MODEL_DIR_ENV, MODEL_FILES,
 };
 
 use rayon::prelude::*;
@@ -65,6 +65,12 @@ pub trait Embedder: Send + Sync {
     fn dimension(&self) -> usize;
     /// A fingerprint of the exact model weights (the sha256 of the model file).
     fn fingerprint(&self) -> &str;
+    /// The folder the model was loaded from, when it came from one: recorded
+    /// in index manifests, so that the index finds its model again from any
+    /// working folder.
+    fn source_dir(&self) -> Option<&std::path::Path> {
+        None
+    }
     /// Embeds one query.
     fn embed_query(&self, text: &str) -> Result<Vec<f32>>;
     /// Embeds many documents; the output is parallel to the input.

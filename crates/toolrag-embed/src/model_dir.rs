@@ -173,7 +173,8 @@ impl ModelDir {
     /// Finds the model `config` chooses. A `dir` is opened as it is. A
     /// shipped model (`name`, else [`DEFAULT_MODEL`]) is looked for in the
     /// models folder: `explicit` (from `--model-dir`), then
-    /// `$TOOLRAG_MODEL_DIR`, then `./models`. A fastembed model name is
+    /// `$TOOLRAG_MODEL_DIR`, then `./models`, then next to the executable and
+    /// in the user's data folder (see [`ModelDir::for_index`]). A fastembed model name is
     /// refused with what to do instead: this build downloads nothing.
     pub fn select(explicit: Option<&Path>, config: &ModelConfig) -> Result<ModelDir> {
         if let Some(dir) = &config.dir {
@@ -195,11 +196,18 @@ impl ModelDir {
         settings.apply(config);
         let mut searched = Vec::new();
         let env = std::env::var_os(MODEL_DIR_ENV).filter(|v| !v.is_empty());
-        let candidates: [(Option<PathBuf>, bool, &str); 3] = [
+        let mut candidates: Vec<(Option<PathBuf>, bool, &str)> = vec![
             (explicit.map(Path::to_path_buf), true, "--model-dir"),
             (env.map(PathBuf::from), true, MODEL_DIR_ENV),
             (Some(PathBuf::from("models")), false, "./models"),
         ];
+        // Then the places a model is installed for use from any folder.
+        for (root, what) in models_folders()
+            .into_iter()
+            .take_while(|(_, w)| !w.starts_with('$'))
+        {
+            candidates.push((Some(root), false, what.trim_end_matches(':')));
+        }
         for (root, strict, what) in candidates {
             let Some(root) = root else { continue };
             let dir = match builtin.subdir {
@@ -213,6 +221,63 @@ impl ModelDir {
         }
         Err(Error::ModelNotFound {
             searched: searched.join(", "),
+        })
+    }
+
+    /// Finds the model that built an index, from any working folder.
+    ///
+    /// A model the command chooses (`explicit`, from `--model-dir`, or a
+    /// `name` or `dir` in `config`) is taken as [`ModelDir::select`] takes
+    /// it. Otherwise the model `built_with` names is looked for, in order:
+    /// the folder the index was built with; next to the executable
+    /// (`<bin>/models`, `<bin>/../share/toolrag/models`); the user's data
+    /// folder (`~/.local/share/toolrag/models` on Linux);
+    /// `$TOOLRAG_MODEL_DIR`; `./models`. A folder is taken only when its
+    /// `model.onnx` has the weights the index was built with (sha256).
+    pub fn for_index(
+        explicit: Option<&Path>,
+        config: &ModelConfig,
+        built_with: &IndexModel<'_>,
+    ) -> Result<ModelDir> {
+        if explicit.is_some() || config.dir.is_some() || config.name.is_some() {
+            return ModelDir::select(explicit, config);
+        }
+        let weights = built_with.fingerprint.split('+').next().unwrap_or_default();
+        let mut settings = ModelSettings {
+            id: built_with.id.to_string(),
+            ..ModelSettings::default()
+        };
+        settings.apply(config);
+        let mut candidates = Vec::new();
+        if let Some(dir) = built_with.dir {
+            candidates.push((dir.to_path_buf(), "the folder the index was built with:"));
+        }
+        if let Some(builtin) = BUILTIN_MODELS.iter().find(|m| m.id == built_with.id) {
+            for (root, what) in models_folders() {
+                candidates.push((builtin.subdir.map_or(root.clone(), |s| root.join(s)), what));
+            }
+        }
+        let mut searched = Vec::new();
+        for (dir, what) in candidates {
+            if !dir.join("model.onnx").is_file() {
+                searched.push(format!("{what} {}", dir.display()));
+                continue;
+            }
+            let found = ModelDir::open_with(&dir, settings.clone())?;
+            if weights.is_empty() || found.model_sha256()? == weights {
+                return Ok(found);
+            }
+            searched.push(format!(
+                "{what} {} (another model: its sha256 is not the index's)",
+                dir.display()
+            ));
+        }
+        Err(Error::ModelNotFound {
+            searched: format!(
+                "for the index's model {}: {}",
+                built_with.id,
+                searched.join(", ")
+            ),
         })
     }
 
@@ -312,6 +377,47 @@ impl ModelDir {
         let sum = hex::encode(Sha256::digest(&bytes));
         Ok(self.sha256.get_or_init(|| sum).clone())
     }
+}
+
+/// The model an index was built with, as its manifest records it: what
+/// [`ModelDir::for_index`] looks for.
+#[derive(Debug, Clone, Copy)]
+pub struct IndexModel<'a> {
+    /// The model's id ([`ModelSettings::id`]).
+    pub id: &'a str,
+    /// The embedder's fingerprint: the weights' sha256, then `+` and a hash
+    /// of the settings when they are not plain.
+    pub fingerprint: &'a str,
+    /// The model folder the index was built with, when recorded.
+    pub dir: Option<&'a Path>,
+}
+
+/// The models folders looked in when no command names one, in order: next
+/// to the executable, the user's data folder, `$TOOLRAG_MODEL_DIR` and
+/// `./models`.
+fn models_folders() -> Vec<(PathBuf, &'static str)> {
+    let mut out = Vec::new();
+    if let Some(bin) = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(Path::to_path_buf))
+    {
+        out.push((bin.join("models"), "next to the executable:"));
+        out.push((
+            bin.join("..").join("share").join("toolrag").join("models"),
+            "beside the executable:",
+        ));
+    }
+    if let Some(data) = dirs::data_dir() {
+        out.push((
+            data.join("toolrag").join("models"),
+            "the user's data folder",
+        ));
+    }
+    if let Some(env) = std::env::var_os(MODEL_DIR_ENV).filter(|v| !v.is_empty()) {
+        out.push((PathBuf::from(env), "$TOOLRAG_MODEL_DIR ="));
+    }
+    out.push((PathBuf::from("models"), "./models:"));
+    out
 }
 
 /// The error for a model name that is not shipped: a fastembed model gets

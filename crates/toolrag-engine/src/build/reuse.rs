@@ -84,7 +84,7 @@ pub(super) fn previous_vectors(
     let (Some(gen), Some(p)) = (&prev.generation, &prev.model) else {
         return cache;
     };
-    if p != model {
+    if !p.same_model(model) {
         return cache;
     }
     let path = gen.join(dense::VECTORS_FILE);

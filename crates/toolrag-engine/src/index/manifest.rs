@@ -33,6 +33,10 @@ pub struct ModelInfo {
     pub dimension: usize,
     /// sha256 of the model file.
     pub sha256: String,
+    /// The model folder the index was built with, absolute: the first place
+    /// the model is looked for when the index is opened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir: Option<std::path::PathBuf>,
 }
 
 impl ModelInfo {
@@ -42,7 +46,14 @@ impl ModelInfo {
             id: embedder.model_id().to_string(),
             dimension: embedder.dimension(),
             sha256: embedder.fingerprint().to_string(),
+            dir: embedder.source_dir().map(std::path::Path::to_path_buf),
         }
+    }
+
+    /// Whether `other` is the same model (id, dimension and weights), wherever
+    /// its folder is.
+    pub fn same_model(&self, other: &ModelInfo) -> bool {
+        self.id == other.id && self.dimension == other.dimension && self.sha256 == other.sha256
     }
 }
 

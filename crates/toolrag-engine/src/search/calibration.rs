@@ -530,7 +530,7 @@ pub fn embed_requests(
     static LAST: Mutex<Option<(ModelInfo, Arc<Vec<RequestVectors>>)>> = Mutex::new(None);
     let key = ModelInfo::of(embedder);
     if let Some((model, v)) = &*LAST.lock().unwrap_or_else(|e| e.into_inner()) {
-        if *model == key {
+        if model.same_model(&key) {
             return Ok(Arc::clone(v));
         }
     }

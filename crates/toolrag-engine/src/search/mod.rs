@@ -104,11 +104,7 @@ impl Searcher {
         let gen = current_generation(dir)?;
         let manifest = Manifest::read(&gen)?;
         if let Some(e) = &embedder {
-            let info = ModelInfo {
-                id: e.model_id().to_string(),
-                dimension: e.dimension(),
-                sha256: e.fingerprint().to_string(),
-            };
+            let info = ModelInfo::of(e.as_ref());
             manifest.check_model(dir, &info)?;
         }
         let tools: Vec<ToolDef> = crate::index::read_tools(&gen)?;
