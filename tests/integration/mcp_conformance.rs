@@ -1,8 +1,11 @@
 //! Protocol conformance of `toolrag mcp --upstream ... --http`, where rmcp's
 //! own answers fall short: JSON-RPC errors (not plain text) for bodies that
 //! are not JSON-RPC and for a call the shutdown grace ends, `204` to a
-//! DELETE, and a `-32601` that names the method and the version. Raw
-//! HTTP/1.1, where the bytes
+//! DELETE, a `-32601` that names the method and the version, caching hints
+//! that agree between `server/discover` and `tools/list`, and
+//! `notifications/tools/list_changed` after an upstream change, heard by
+//! the official Python SDK's `listen()` (2026-07-28) and the TypeScript
+//! SDK's standalone stream (2025-11-25). Raw HTTP/1.1 where the bytes
 //! matter; the upstream is tests/mcp_conformance_upstream.py (Python's
 //! standard library). No model: the gateway searches with BM25 only.
 
@@ -14,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::common::root;
+use crate::common::{installed, root};
 
 const MODERN: &str = "2026-07-28";
 const LEGACY: &str = "2025-11-25";
@@ -390,4 +393,79 @@ fn the_shutdown_grace_ends_a_call_with_a_json_rpc_error() {
         v["error"]["message"],
         "the gateway is stopping; retry on another replica"
     );
+}
+
+/// On 2026-07-28, `server/discover` and `tools/list` give the same caching
+/// hints: `public` (the list is fixed and the same for every principal)
+/// with a real TTL, 5 minutes. rmcp said `private`/0 and `public`/0.
+#[test]
+fn discover_and_tools_list_agree_on_cache_hints() {
+    let gw = Gateway::start();
+    let discover = gw.modern(1, "server/discover", json!({})).json();
+    let list = gw.modern(2, "tools/list", json!({})).json();
+    let hints = |v: &Value| {
+        (
+            v["result"]["cacheScope"].clone(),
+            v["result"]["ttlMs"].clone(),
+        )
+    };
+    assert_eq!(
+        hints(&discover),
+        (json!("public"), json!(300_000)),
+        "{discover}"
+    );
+    assert_eq!(hints(&list), hints(&discover), "{list}");
+    assert_eq!(
+        discover["result"]["capabilities"]["tools"]["listChanged"], true,
+        "{discover}"
+    );
+}
+
+/// The official Python SDK's `listen()` on 2026-07-28 hears
+/// `tools/list_changed` after the upstream adds a tool, and then finds the
+/// new tool; the TypeScript SDK (2025-11-25, no `listen`) hears it on its
+/// session's standalone stream.
+#[test]
+fn sdk_clients_hear_list_changed_after_an_upstream_change() {
+    let python = installed("target/mcp-venv/bin/python", "make mcp-client");
+    let gw = Gateway::start();
+    let out = Command::new(python)
+        .current_dir(root())
+        .arg("tests/mcp_listen_client.py")
+        .args([gw.url().as_str(), TOKEN])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        gw.log()
+    );
+    let s: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(s["honored"], json!({"toolsListChanged": true}), "{s}");
+    assert_eq!(s["events"], json!(["ToolsListChanged"]), "{s}");
+    assert_eq!(s["found"], true, "{s}");
+
+    installed(
+        "target/mcp-npm/node_modules/@modelcontextprotocol/sdk/package.json",
+        "make mcp-servers",
+    );
+    let out = Command::new("node")
+        .current_dir(root())
+        .arg("tests/mcp_listen_client.mjs")
+        .args([gw.url().as_str(), TOKEN])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        gw.log()
+    );
+    let s: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(s["version"], LEGACY, "{s}");
+    assert_eq!(s["listChanged"], true, "{s}");
+    assert!(s["heard"].as_u64().unwrap() >= 1, "{s}");
 }
