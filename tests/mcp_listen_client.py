@@ -35,8 +35,6 @@ async def main(url: str, token: str) -> dict[str, Any]:
         # "auto": server/discover first, which tells the capabilities.
         async with Client(streamable_http_client(url, http_client=http), mode="auto") as client:
             check(client.protocol_version == MODERN, f"negotiated {client.protocol_version}")
-            caps = client.server_capabilities
-            check(caps.tools is not None and caps.tools.list_changed, f"capabilities: {caps}")
             events: list[str] = []
             async with client.listen(tools_list_changed=True) as sub:
                 honored = sub.honored.model_dump(by_alias=True, exclude_none=True)
@@ -49,6 +47,8 @@ async def main(url: str, token: str) -> dict[str, Any]:
             found = await client.call_tool("search_tools", {"query": "water plants", "k": 5})
             handles = [c["nodeId"] for c in (found.structured_content or {}).get("candidates", [])]
             tools = await client.list_tools()
+            caps = client.server_capabilities
+            check(caps.tools is not None and caps.tools.list_changed, f"capabilities: {caps}")
             return {
                 "honored": honored,
                 "events": events,
