@@ -346,10 +346,10 @@ fn stream_with_method_named(res: Response, incoming: &Incoming) -> Response {
         let mut buf = pending.lock().unwrap_or_else(|e| e.into_inner());
         buf.extend_from_slice(&chunk);
         // Whole events only; the rest waits for the next chunk.
-        let Some(end) = buf.windows(2).rposition(|w| w == b"\n\n") else {
+        let Some(end) = events_end(&buf) else {
             return Ok(Bytes::new());
         };
-        let whole: Vec<u8> = buf.drain(..end + 2).collect();
+        let whole: Vec<u8> = buf.drain(..end).collect();
         Ok::<_, axum::Error>(Bytes::from(rename_in_events(&whole, &asked)))
     });
     let rest = futures::stream::once(async move {
@@ -359,6 +359,17 @@ fn stream_with_method_named(res: Response, incoming: &Incoming) -> Response {
     Response::from_parts(parts, Body::from_stream(events.chain(rest)))
 }
 
+/// Where the last whole SSE event of `buf` ends (after its blank line, LF
+/// or CRLF).
+fn events_end(buf: &[u8]) -> Option<usize> {
+    let lf = buf.windows(2).rposition(|w| w == b"\n\n").map(|i| i + 2);
+    let crlf = buf
+        .windows(4)
+        .rposition(|w| w == b"\r\n\r\n")
+        .map(|i| i + 4);
+    lf.max(crlf)
+}
+
 /// SSE events with each `data:` line that is the request's `-32601`
 /// rewritten.
 fn rename_in_events(events: &[u8], asked: &Asked) -> Vec<u8> {
@@ -366,6 +377,7 @@ fn rename_in_events(events: &[u8], asked: &Asked) -> Vec<u8> {
     let mut out = String::with_capacity(text.len() + 128);
     for line in text.split_inclusive('\n') {
         let data = line.strip_prefix("data:").map(str::trim);
+        let newline = if line.ends_with("\r\n") { "\r\n" } else { "\n" };
         let renamed = data
             .filter(|d| d.contains("-32601"))
             .and_then(|d| serde_json::from_str::<Value>(d).ok())
@@ -374,7 +386,7 @@ fn rename_in_events(events: &[u8], asked: &Asked) -> Vec<u8> {
             Some(v) => {
                 out.push_str("data: ");
                 out.push_str(&v.to_string());
-                out.push('\n');
+                out.push_str(newline);
             }
             None => out.push_str(line),
         }
@@ -480,6 +492,9 @@ mod tests {
         // Another request's error stays as it is.
         let other = b"data: {\"jsonrpc\":\"2.0\",\"id\":5,\"error\":{\"code\":-32601,\"message\":\"x\"}}\n\n";
         assert_eq!(rename_in_events(other, &asked), other.to_vec());
+        assert_eq!(events_end(b"data: 1\n\ndata: 2"), Some(9));
+        assert_eq!(events_end(b"data: 1\r\n\r\nda"), Some(11));
+        assert_eq!(events_end(b"data: 1\n"), None);
     }
 
     #[tokio::test]
