@@ -23,6 +23,7 @@ mod lint_real_servers;
 mod lint_rule_docs;
 mod lint_sarif;
 mod mcp;
+mod mcp_conformance;
 mod mcp_faults;
 mod mcp_gateway;
 mod mcp_http;

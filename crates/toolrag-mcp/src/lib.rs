@@ -24,9 +24,11 @@ use tracing::Instrument;
 use toolrag_engine::search::SearchRequest;
 use toolrag_engine::serve::{check_k, check_query, ApiError, LiveIndex};
 
+pub mod conformance;
 pub mod gateway;
 pub mod jsonrpc;
 pub mod limits;
+pub mod lists;
 pub mod policy;
 pub mod sessions;
 pub mod settings;
@@ -149,6 +151,24 @@ impl McpServer {
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for McpServer {
+    async fn list_tools(
+        &self,
+        _request: Option<rmcp::model::PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListToolsResult, ErrorData> {
+        Ok(lists::tools(self.tool_router.list_all(), &ctx))
+    }
+
+    async fn discover(
+        &self,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::DiscoverResult, ErrorData> {
+        Ok(lists::discover(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        ))
+    }
+
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("toolrag", env!("CARGO_PKG_VERSION")))

@@ -20,9 +20,13 @@
 //!   in total (`503`), and idle ones end ([`HttpOptions::sessions`]);
 //! - **connections** served as `toolrag serve` serves them (a deadline for
 //!   headers, a cap on open connections: [`toolrag_http::serve_router`]);
+//! - **JSON-RPC answers** where rmcp answers in plain text, `204` to a
+//!   DELETE, and a `-32601` that names the method and the protocol version
+//!   ([`crate::conformance`]);
 //! - **shutdown**: when `shutdown` resolves, no new connection is taken;
 //!   calls in flight have [`HttpOptions::grace`] to finish, then they and
-//!   the open streams are cancelled.
+//!   the open streams are cancelled (a call cut so gets a JSON-RPC error
+//!   saying the gateway is stopping).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -177,6 +181,13 @@ where
         .layer(axum::middleware::from_fn_with_state(
             sessions,
             crate::sessions::guard,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            crate::conformance::Conformance {
+                stopped: cancel.clone(),
+                max_body_bytes: opts.max_body_bytes,
+            },
+            crate::conformance::layer,
         ))
         .layer(axum::middleware::from_fn_with_state(
             front.clone(),

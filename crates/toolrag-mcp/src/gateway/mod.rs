@@ -43,6 +43,7 @@ pub mod audit;
 mod call;
 mod catalog;
 pub mod guard;
+mod listen;
 pub mod pins;
 mod server;
 mod states;
@@ -267,6 +268,8 @@ pub struct Gateway {
     states: OnceLock<ApprovalStates>,
     visible: std::sync::Mutex<VisibleCache>,
     usage: usage::Usage,
+    /// Counts the changes of the catalog, for the clients listening.
+    tool_changes: tokio::sync::watch::Sender<u64>,
 }
 
 /// The tools each principal may see, per catalog: computed once per
@@ -353,6 +356,7 @@ impl Gateway {
             states: OnceLock::new(),
             visible: std::sync::Mutex::new(VisibleCache::default()),
             usage,
+            tool_changes: tokio::sync::watch::Sender::new(0),
         });
         let names: Vec<String> = gateway.upstreams.keys().cloned().collect();
         let listed = futures::future::join_all(names.iter().map(|n| gateway.list_server(n))).await;

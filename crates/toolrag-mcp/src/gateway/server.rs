@@ -6,10 +6,10 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::{InputResponses, RequestState};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject, ServerCapabilities,
-    ServerConfig,
+    CallToolResponse, CallToolResult, ContentBlock, DiscoverResult, Implementation, JsonObject,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{tool, tool_handler, tool_router, ErrorData, RoleServer, ServerHandler};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -192,17 +192,56 @@ fn handles_of(result: &CallToolResult) -> Vec<String> {
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for GatewayServer {
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(crate::lists::tools(self.tool_router.list_all(), &ctx))
+    }
+
+    async fn discover(
+        &self,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        Ok(crate::lists::discover(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        ))
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, ctx: SubscriptionContext) -> Result<(), ErrorData> {
+        super::listen::listen(&self.gateway, ctx).await
+    }
+
+    async fn on_initialized(&self, ctx: NotificationContext<RoleServer>) {
+        // A 2025-11-25 session: list_changed on its standalone stream.
+        super::listen::notify_session(&self.gateway, ctx.peer);
+    }
+
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new(
-                "toolrag-gateway",
-                env!("CARGO_PKG_VERSION"),
-            ))
-            .with_instructions(
-                "toolrag is a gateway to many MCP servers' tools. Call search_tools with the \
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new(
+            "toolrag-gateway",
+            env!("CARGO_PKG_VERSION"),
+        ))
+        .with_instructions(
+            "toolrag is a gateway to many MCP servers' tools. Call search_tools with the \
                  user's request to get a few candidate tool handles, get_tool on the one you mean \
                  to use to read its input schema, then call_tool with the handle and arguments. \
                  Tools that may destroy or send something ask the user for approval.",
-            )
+        )
     }
 }

@@ -92,6 +92,9 @@ impl Gateway {
                 }
             }
         }
+        if report.changes_tools() {
+            self.tools_changed();
+        }
         if !report.is_quiet() {
             tracing::info!(
                 added = ?report.added,
@@ -221,6 +224,15 @@ impl Gateway {
 }
 
 impl SyncReport {
+    /// Whether what the clients can find changed: a tool added, removed,
+    /// changed or newly quarantined.
+    fn changes_tools(&self) -> bool {
+        !(self.added.is_empty()
+            && self.removed.is_empty()
+            && self.changed.is_empty()
+            && self.quarantined.is_empty())
+    }
+
     fn is_quiet(&self) -> bool {
         self.added.is_empty()
             && self.removed.is_empty()
