@@ -42,7 +42,7 @@ pub struct QueryArgs {
     #[arg(required_unless_present = "batch")]
     text: Option<String>,
     /// How many tools to return (1 or more; capped at the index size).
-    #[arg(short, default_value_t = 10)]
+    #[arg(short, default_value_t = toolrag::search::DEFAULT_K)]
     k: usize,
     /// The index folder.
     #[arg(long, default_value = "index", value_name = "DIR")]

@@ -122,6 +122,11 @@ pub enum Error {
     #[error("the index is damaged: {0}")]
     Index(String),
 
+    /// An index file could not be written because the disk is full: the
+    /// index library's own error, told apart by its I/O error's kind.
+    #[error("the disk is full: {0}")]
+    DiskFull(String),
+
     /// A file of an index generation is missing, or its size or checksum is
     /// not the one its manifest records, or its content cannot be what toolrag
     /// wrote. The generation is refused rather than misread.
@@ -177,6 +182,7 @@ impl Error {
             | Error::Embed(_)
             | Error::BuildFailed { .. }
             | Error::Index(_)
+            | Error::DiskFull(_)
             | Error::Corrupt { .. } => ErrorKind::Internal,
         }
     }

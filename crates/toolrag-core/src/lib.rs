@@ -27,6 +27,7 @@
 pub mod error;
 pub mod khipu;
 pub mod registry;
+pub mod retrieval;
 pub mod settings;
 
 pub use error::{Error, ErrorKind, LoadError, LoadErrors, Location, Result};

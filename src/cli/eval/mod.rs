@@ -74,7 +74,7 @@ pub struct EvalArgs {
     #[arg(long, value_name = "PATH")]
     registry: Vec<PathBuf>,
     /// How many tools to retrieve per query (the metrics look at the top 10).
-    #[arg(short, default_value_t = 10)]
+    #[arg(short, default_value_t = toolrag::eval::NDCG_K)]
     k: usize,
     /// The modes to evaluate, comma-separated. Dense and hybrid are skipped,
     /// with a note, when the index is lexical-only or there is no model.

@@ -232,14 +232,10 @@ pub fn build(
 /// damaged index; other errors (a bad registry, the model, the lock) are
 /// already about their cause.
 fn build_failed(out: &Path, e: Error) -> Error {
-    const ENOSPC: i32 = 28;
     let (reason, disk_full) = match &e {
-        Error::Io { source, .. } => (
-            e.to_string(),
-            source.kind() == std::io::ErrorKind::StorageFull
-                || source.raw_os_error() == Some(ENOSPC),
-        ),
-        Error::Index(m) => (m.clone(), m.contains("No space left on device")),
+        Error::Io { source, .. } => (e.to_string(), crate::index::is_disk_full(source)),
+        Error::DiskFull(m) => (m.clone(), true),
+        Error::Index(m) => (m.clone(), false),
         _ => return e,
     };
     Error::BuildFailed {

@@ -190,8 +190,15 @@ pub(crate) fn analyzer() -> TextAnalyzer {
         .build()
 }
 
-/// A tantivy (or its I/O) error as an index error.
-pub(crate) fn terr(e: impl std::fmt::Display) -> Error {
+/// A tantivy (or its I/O) error as an index error; a write that failed for
+/// lack of space is [`Error::DiskFull`], told by the I/O error's kind.
+pub(crate) fn terr<E: std::fmt::Display + 'static>(e: E) -> Error {
+    let any: &dyn std::any::Any = &e;
+    if let Some(tantivy::TantivyError::IoError(io)) = any.downcast_ref::<tantivy::TantivyError>() {
+        if crate::index::is_disk_full(io) {
+            return Error::DiskFull(e.to_string());
+        }
+    }
     Error::Index(e.to_string())
 }
 

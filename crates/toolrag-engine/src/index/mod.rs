@@ -175,6 +175,14 @@ pub(crate) fn publish(dir: &Path, staging: &Path) -> Result<PathBuf> {
 }
 
 /// Removes staging folders left by killed builds. Call only with the lock held.
+/// Whether `e` says the disk (or the user's quota) is full.
+pub(crate) fn is_disk_full(e: &std::io::Error) -> bool {
+    const ENOSPC: i32 = 28;
+    e.kind() == std::io::ErrorKind::StorageFull
+        || e.kind() == std::io::ErrorKind::QuotaExceeded
+        || e.raw_os_error() == Some(ENOSPC)
+}
+
 pub(crate) fn remove_stale_staging(dir: &Path) {
     for e in std::fs::read_dir(dir)
         .into_iter()

@@ -16,7 +16,7 @@ use toolrag_core::error::{Error, Result};
 use toolrag_embed::Embedder;
 
 /// The dense retriever's id.
-pub const ID: &str = toolrag_core::khipu::DENSE;
+pub const ID: &str = toolrag_core::retrieval::DENSE;
 
 /// Query embeddings by query text.
 type Cache = Mutex<lru::LruCache<String, Arc<Vec<Vec<f32>>>>>;

@@ -17,7 +17,7 @@ use crate::index::Manifest;
 use toolrag_core::error::{Error, Result};
 
 /// The lexical retriever's id.
-pub const ID: &str = toolrag_core::khipu::LEXICAL;
+pub const ID: &str = toolrag_core::retrieval::LEXICAL;
 
 /// BM25 over the impacts of one generation.
 pub struct LexicalRetriever {

@@ -2,7 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-pub use toolrag_core::khipu::{Decision, Mode, UnknownMode};
+pub use toolrag_core::khipu::Decision;
+pub use toolrag_core::retrieval::{Mode, UnknownMode};
 
 /// The number of tools a request asks for unless it says otherwise.
 pub const DEFAULT_K: usize = 10;

@@ -50,8 +50,8 @@ pub const MAX_HEADERS: usize = 100;
 pub const MAX_HEADER_BYTES: usize = 16 * 1024;
 /// The largest `k`.
 pub const MAX_K: usize = 100;
-/// The default `k`.
-pub const DEFAULT_K: usize = 10;
+/// The default `k`: the search's own ([`crate::search::DEFAULT_K`]).
+pub use crate::search::DEFAULT_K;
 /// The most requests in one batch.
 pub const MAX_BATCH: usize = 256;
 /// How often the reload watcher looks at `CURRENT`.

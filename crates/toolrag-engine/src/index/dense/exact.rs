@@ -3,7 +3,7 @@
 //! scored again in full precision. Also the rescoring that the bit scan
 //! hands its candidates to.
 
-use super::int8::{block_dots, prefetch, row_dots, QueryCode, PREFETCH_AHEAD};
+use super::int8::{block_dots, prefetch, quantize, row_dots, QueryCode, PREFETCH_AHEAD};
 use super::DenseIndex;
 use crate::index::topk::{top, Best};
 
@@ -139,28 +139,6 @@ impl ScanVectors {
             scales,
         }
     }
-}
-
-/// Writes the 8-bit code of `v` into `out` and returns the factor that turns
-/// the code back into `v` (0 for a zero vector).
-pub(super) fn quantize(v: &[f32], out: &mut [i8]) -> f32 {
-    let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
-    if max == 0.0 || !max.is_finite() {
-        out.fill(0);
-        return 0.0;
-    }
-    let s = 127.0 / max;
-    for (o, x) in out.iter_mut().zip(v) {
-        *o = (x * s).round().clamp(-127.0, 127.0) as i8;
-    }
-    max / 127.0
-}
-
-/// The 8-bit code of `v` and the factor back (see [`quantize`]).
-pub(super) fn quantized(v: &[f32]) -> (Vec<i8>, f32) {
-    let mut code = vec![0i8; v.len()];
-    let scale = quantize(v, &mut code);
-    (code, scale)
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@
 
 /// One query vector's 8-bit code, with what the kernels need beside it.
 pub(super) struct QueryCode {
-    /// The code (see [`super::exact::quantize`]).
+    /// The code (see [`quantize`]).
     pub(super) code: Vec<i8>,
     /// The factor from the code back to the vector.
     pub(super) scale: f32,
@@ -30,7 +30,7 @@ pub(super) struct QueryCode {
     /// the sum.
     bias: i32,
     /// Whether no byte of the code is -128, whose sign cannot be flipped in
-    /// 8 bits: the AVX2 kernel needs it (codes from [`super::exact::quantize`]
+    /// 8 bits: the AVX2 kernel needs it (codes from [`quantize`]
     /// never hold -128).
     signable: bool,
 }
@@ -38,7 +38,7 @@ pub(super) struct QueryCode {
 impl QueryCode {
     /// The code of `v`.
     pub(super) fn new(v: &[f32]) -> QueryCode {
-        let (code, scale) = super::exact::quantized(v);
+        let (code, scale) = quantized(v);
         QueryCode::from_code(code, scale)
     }
 
@@ -386,6 +386,28 @@ unsafe fn row_dots_avx2(q: &QueryCode, codes: &[i8], dim: usize, rows: &[u32], o
     row_loop(q, codes, dim, rows, out, |q, c| unsafe {
         dot_avx2(q, c.as_ptr(), dim)
     });
+}
+
+/// Writes the 8-bit code of `v` into `out` and returns the factor that turns
+/// the code back into `v` (0 for a zero vector).
+pub(super) fn quantize(v: &[f32], out: &mut [i8]) -> f32 {
+    let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
+    if max == 0.0 || !max.is_finite() {
+        out.fill(0);
+        return 0.0;
+    }
+    let s = 127.0 / max;
+    for (o, x) in out.iter_mut().zip(v) {
+        *o = (x * s).round().clamp(-127.0, 127.0) as i8;
+    }
+    max / 127.0
+}
+
+/// The 8-bit code of `v` and the factor back (see [`quantize`]).
+pub(super) fn quantized(v: &[f32]) -> (Vec<i8>, f32) {
+    let mut code = vec![0i8; v.len()];
+    let scale = quantize(v, &mut code);
+    (code, scale)
 }
 
 #[cfg(test)]
