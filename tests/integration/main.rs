@@ -11,6 +11,8 @@ mod docs_examples;
 mod embed;
 mod eval;
 mod gate;
+mod gateway_edge;
+mod gw_harness;
 mod hardening;
 mod index;
 mod jsonrpc_errors;

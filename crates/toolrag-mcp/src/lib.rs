@@ -24,6 +24,7 @@ use tracing::Instrument;
 use toolrag_engine::search::SearchRequest;
 use toolrag_engine::serve::{check_k, check_query, ApiError, LiveIndex};
 
+mod edge;
 pub mod gateway;
 pub mod jsonrpc;
 pub mod limits;
