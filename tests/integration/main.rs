@@ -12,6 +12,7 @@ mod embed;
 mod eval;
 mod gate;
 mod gateway_edge;
+mod gateway_revoke;
 mod gw_harness;
 mod hardening;
 mod index;
