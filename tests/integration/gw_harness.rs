@@ -5,8 +5,6 @@
 //! one read-only tool, `notes/get_weather`. No model: the gateway searches
 //! with BM25 only.
 
-#![allow(dead_code)] // the revocation and audit tests use the rest
-
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;

@@ -11,6 +11,7 @@ mod docs_examples;
 mod embed;
 mod eval;
 mod gate;
+mod gateway_audit;
 mod gateway_edge;
 mod gateway_revoke;
 mod gw_harness;
