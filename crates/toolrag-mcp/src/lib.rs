@@ -24,7 +24,6 @@ use tracing::Instrument;
 use toolrag_engine::search::SearchRequest;
 use toolrag_engine::serve::{check_k, check_query, ApiError, LiveIndex};
 
-mod edge;
 pub mod gateway;
 pub mod jsonrpc;
 pub mod limits;
@@ -34,6 +33,9 @@ pub mod settings;
 pub mod streamable_http;
 mod telemetry;
 pub mod upstream;
+
+// The HTTP front end's first checks of a request's head.
+mod edge;
 
 pub use policy::PolicyRule;
 pub use settings::{GatewayConfig, OutputGuard};
