@@ -123,46 +123,56 @@ impl Gateway {
                 return tool_error(message).into();
             }
         };
+        let (result, used, record) = self.guard_result(&id, &args, result);
+        // Written before the result goes back: a result the client has
+        // seen always has its line.
+        if let Err(e) = self.audit.write(&stamp(record)).await {
+            tracing::error!("cannot write the audit log: {e}");
+        }
+        self.usage.called(&caller.principal, &id, &args, used);
+        result.into()
+    }
+
+    /// The output guard on the result of a forwarded call of `id`: the
+    /// result to send back, what the usage log records, and the audit
+    /// record to write before the result goes back.
+    fn guard_result<'a>(
+        &self,
+        id: &'a str,
+        args: &Value,
+        result: CallToolResult,
+    ) -> (CallToolResult, UsageOutcome, AuditRecord<'a>) {
         let status = if result.is_error == Some(true) {
             "tool-error"
         } else {
             "ok"
         };
-
-        // Output guard.
         let policy = self.opts.settings.output_guard;
         let findings = if policy == crate::settings::OutputGuard::Off {
             Vec::new()
         } else {
             guard::scan_result(&result)
         };
-        let (result, outcome) = if findings.is_empty() {
+        let (mut result, outcome) = if findings.is_empty() {
             (result, Outcome::Passed)
         } else {
             tracing::warn!(tool = %id, ?findings, "the result addresses the model");
-            guard::apply(policy, &id, &findings, result)
+            guard::apply(policy, id, &findings, result)
         };
         let mut record =
-            AuditRecord::new(&id, &args, outcome, DecidedBy::OutputGuard).upstream(status);
+            AuditRecord::new(id, args, outcome, DecidedBy::OutputGuard).upstream(status);
         if !findings.is_empty() {
             record = record.because(findings.join("; "));
-        }
-        // Written before the result goes back: a result the client has
-        // seen always has its line.
-        if let Err(e) = self.audit.write(&stamp(record)).await {
-            tracing::error!("cannot write the audit log: {e}");
         }
         let used = if status == "ok" && outcome != Outcome::Blocked {
             UsageOutcome::Succeeded
         } else {
             UsageOutcome::ToolError
         };
-        self.usage.called(&caller.principal, &id, &args, used);
-        let mut result = result;
         // An upstream on an older protocol sends no `resultType`; 2026-07-28
         // requires it (rmcp strips it again for older clients).
         result.result_type = Some(rmcp::model::ResultType::COMPLETE);
-        result.into()
+        (result, used, record)
     }
 
     /// The entry of the tool `id` (asked for as `handle`), when the caller
