@@ -104,7 +104,10 @@ struct HttpArgs {
     http: Option<std::net::SocketAddr>,
     /// Accept these static bearer tokens: a file with one `name:token` a
     /// line, or `name:sha256:<hex of the token's SHA-256>`. The name is the
-    /// principal that [[gateway.policy]] and the audit log know.
+    /// principal that [[gateway.policy]] and the audit log know. The file
+    /// is read again when it changes and on SIGHUP: a token taken out is
+    /// refused from then on, without a restart (a file that is not well
+    /// formed keeps the tokens in force, and the error is logged).
     #[arg(long, value_name = "FILE", requires = "http")]
     auth_tokens: Option<PathBuf>,
     /// Accept OAuth 2.1 access tokens (JWTs) from this authorization server
@@ -225,9 +228,37 @@ where
             (None, None) => "no authentication: loopback only",
         }
     );
-    toolrag::mcp::streamable_http::serve(listener, factory, opts, super::serve::shutdown_signal())
-        .await
-        .context("the HTTP server failed")
+    let reloader = opts
+        .auth
+        .is_configured()
+        .then(|| reloader(&opts.auth).spawn());
+    let served = toolrag::mcp::streamable_http::serve(
+        listener,
+        factory,
+        opts,
+        super::serve::shutdown_signal(),
+    )
+    .await
+    .context("the HTTP server failed");
+    if let Some(r) = reloader {
+        r.abort();
+    }
+    served
+}
+
+/// Reads the tokens file again when it changes and on SIGHUP (and the OAuth
+/// keys on SIGHUP), so that a token taken out of the file is refused from
+/// the next request on; each removed token is logged.
+fn reloader(auth: &Arc<Authenticator>) -> toolrag::auth::Reloader {
+    toolrag::auth::Reloader::new(auth.clone()).on_removed(|removed| {
+        for t in removed {
+            tracing::warn!(
+                token = %t.name,
+                sha256 = %t.sha256_hex(),
+                "a token is no longer in the tokens file: it is refused from now on"
+            );
+        }
+    })
 }
 
 pub fn run(mut args: McpArgs) -> anyhow::Result<ExitCode> {

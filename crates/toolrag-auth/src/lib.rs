@@ -8,6 +8,9 @@
 //!   (RFC 8707), with expiry and scopes, as the MCP authorization spec asks
 //!   of a resource server.
 //!
+//! Both can be read again while a server runs ([`Reloader`]): the tokens
+//! file when it changes or on `SIGHUP`, the issuer's keys on `SIGHUP`.
+//!
 //! The crate knows nothing of MCP or of the gateway's policy: it says who is
 //! asking, and the front ends decide what that principal may do.
 #![warn(missing_docs)]
@@ -15,12 +18,14 @@
 mod authenticator;
 mod oauth;
 mod principal;
+mod reload;
 mod tokens;
 
 pub use authenticator::{bearer_token, looks_like_jwt, Authenticator};
 pub use oauth::{OAuthConfig, OAuthVerifier};
 pub use principal::{AuthMethod, Principal};
-pub use tokens::StaticTokens;
+pub use reload::{Reloader, RemovedHook, TOKEN_POLL};
+pub use tokens::{RemovedToken, StaticTokens, TokensReloaded};
 
 use std::path::PathBuf;
 

@@ -277,7 +277,8 @@ pub async fn method_not_allowed(req: Request) -> HttpError {
 /// Answers 414 `uri_too_long` and 431 `headers_too_large` with the JSON
 /// error body, below the limits of the connection's HTTP parser (64 KiB of
 /// target; 256 KiB or 1,000 headers), where hyper itself answers with an
-/// empty body.
+/// empty body; and 400 `invalid_request` to a request with two
+/// `Authorization` or two `Host` headers ([`crate::edge`]).
 pub async fn request_limits(req: Request, next: Next) -> Response {
     use toolrag_engine::serve::{MAX_HEADERS, MAX_HEADER_BYTES, MAX_URI_BYTES};
     let target = req
@@ -292,6 +293,13 @@ pub async fn request_limits(req: Request, next: Next) -> Response {
         .into_response();
     }
     let headers = req.headers();
+    if let Some(name) = crate::edge::repeated_header(headers, &crate::edge::SINGLE_HEADERS) {
+        return HttpError::user(
+            UserCode::InvalidRequest,
+            crate::edge::repeated_message(name),
+        )
+        .into_response();
+    }
     let bytes: usize = headers
         .iter()
         .map(|(n, v)| n.as_str().len() + v.len())

@@ -33,6 +33,7 @@
 mod auth;
 mod body;
 mod conn;
+pub mod edge;
 mod error;
 mod handlers;
 mod metrics;

@@ -36,6 +36,9 @@ pub mod streamable_http;
 mod telemetry;
 pub mod upstream;
 
+// The HTTP front end's first checks of a request's head.
+mod edge;
+
 pub use policy::PolicyRule;
 pub use settings::{GatewayConfig, OutputGuard};
 

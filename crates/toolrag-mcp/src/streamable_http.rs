@@ -18,6 +18,9 @@
 //!   on a session another principal opened gets rmcp's answer to an unknown
 //!   session, and is logged; sessions are capped per principal (`429`) and
 //!   in total (`503`), and idle ones end ([`HttpOptions::sessions`]);
+//! - **one reading of the head** ([`crate::edge`]): two `Authorization`
+//!   or `Host` headers get `400`, and an absolute-form target's host must be
+//!   an allowed host, as `Host` must;
 //! - **connections** served as `toolrag serve` serves them (a deadline for
 //!   headers, a cap on open connections: [`toolrag_http::serve_router`]);
 //! - **JSON-RPC answers** where rmcp answers in plain text, `204` to a
@@ -153,7 +156,7 @@ where
     hosts.extend(opts.allowed_hosts.iter().cloned());
     let cancel = CancellationToken::new();
     let config = StreamableHttpServerConfig::default()
-        .with_allowed_hosts(hosts)
+        .with_allowed_hosts(hosts.clone())
         .with_allowed_origins(opts.allowed_origins.clone())
         .enforce_origin_validation()
         // A plain JSON answer when the handler sends nothing before it (the
@@ -197,6 +200,7 @@ where
         .route(METADATA_ROOT, get(metadata))
         .route("/healthz", get(|| async { "ok\n" }))
         .with_state(front);
+    let app = crate::edge::guard(app, &hosts);
     let grace = opts.grace;
     let cancel_all = cancel.clone();
     let stop = async move {

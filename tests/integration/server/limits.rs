@@ -131,6 +131,34 @@ fn slow_headers_are_timed_out_and_connections_are_capped() {
     no_server_errors(&s);
 }
 
+/// Two `Authorization` headers or two `Host` headers get 400
+/// `invalid_request`, whichever comes first: the first one no longer wins.
+#[test]
+fn repeated_authorization_or_host_headers_are_refused() {
+    let index = index_copy();
+    let token_file = index.path().join("token");
+    std::fs::write(&token_file, "s3cret-token\n").unwrap();
+    let s = Server::start(
+        index.path(),
+        &["--token-file", token_file.to_str().unwrap()],
+    );
+    let addr = s.base.trim_start_matches("http://").to_string();
+    let good = "Authorization: Bearer s3cret-token\r\n";
+    let (status, body) = raw_get(&addr, "/readyz", good);
+    assert_eq!(status, 200, "{body}");
+    for headers in [
+        format!("{good}Authorization: Bearer wrong\r\n"),
+        format!("Authorization: Bearer wrong\r\n{good}"),
+        format!("{good}Host: y\r\n"),
+    ] {
+        let (status, body) = raw_get(&addr, "/readyz", &headers);
+        assert_eq!(status, 400, "{headers}: {body}");
+        let v: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+        assert_eq!(v["error"]["code"], "invalid_request", "{body}");
+    }
+    no_server_errors(&s);
+}
+
 /// A GET with extra raw header lines, on its own connection: the status and
 /// the body.
 fn raw_get(addr: &str, target: &str, headers: &str) -> (u16, String) {

@@ -14,6 +14,7 @@ use reqwest::Url;
 use serde_json::{json, Map, Value};
 
 mod config;
+mod refresh;
 #[cfg(test)]
 mod tests;
 

@@ -478,3 +478,23 @@ async fn authenticator_tries_static_tokens_then_oauth() {
         .unwrap_err();
     assert!(matches!(e, AuthError::Invalid(_)));
 }
+
+/// `refresh_keys` (SIGHUP) fetches at once: a key the issuer withdrew stops
+/// verifying without waiting for the cache to age; a failed refresh keeps
+/// the keys there are.
+#[tokio::test]
+async fn refresh_keys_drops_a_withdrawn_key_at_once_and_keeps_keys_on_failure() {
+    let issuer = Issuer::start(vec![public_jwk(KEY_1, "k1"), public_jwk(KEY_2, "k2")]).await;
+    let v = issuer.verifier(30);
+    let claims = issuer.claims();
+    let (one, two) = (sign(&claims, KEY_1, "k1"), sign(&claims, KEY_2, "k2"));
+    v.verify(&one).await.unwrap();
+    issuer.set_keys(vec![public_jwk(KEY_2, "k2")]);
+    v.verify(&one).await.expect("cached until a refresh");
+    assert_eq!(v.refresh_keys().await, Ok(1));
+    assert!(v.verify(&one).await.is_err(), "withdrawn");
+    *issuer.jwks.lock().unwrap() = json!({"not": "a JWKS"});
+    let e = v.refresh_keys().await.unwrap_err();
+    assert!(e.contains("not a JWKS"), "{e}");
+    v.verify(&two).await.expect("the old keys stay");
+}

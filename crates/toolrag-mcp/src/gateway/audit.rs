@@ -1,6 +1,8 @@
 //! The audit log: one JSON line per decision the gateway takes about a
 //! `call_tool`, appended and synced before the gateway acts on it, so that a
-//! crash cannot lose a decision that was acted on.
+//! crash cannot lose a decision that was acted on; refusals are queued and
+//! synced with the next batch, so that they never wait on the disk
+//! ([`AuditLog`]).
 //!
 //! ```json
 //! {"time":"2026-12-02T15:04:05.123Z","event":"decision","tool":"fs/write_file","server":"fs",
@@ -9,14 +11,12 @@
 //!  "argumentsSha256":"5d41…","decision":"passed","decidedBy":"output guard"}
 //! ```
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-
 use serde::Serialize;
 use serde_json::Value;
 
-use super::GatewayError;
+mod writer;
+
+pub use writer::AuditLog;
 
 /// What a `decision` record says about a call: whether it may go to the
 /// server.
@@ -347,68 +347,12 @@ impl<'a> SessionRecord<'a> {
     }
 }
 
-/// An append-only JSON Lines file.
-#[derive(Debug)]
-pub struct AuditLog {
-    path: PathBuf,
-    file: Mutex<std::fs::File>,
-}
-
-impl AuditLog {
-    /// Opens `path` for appending, creating it and its folder if needed.
-    pub fn open(path: &Path) -> Result<AuditLog, GatewayError> {
-        let io = |source| GatewayError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(io)?;
-        }
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(io)?;
-        Ok(AuditLog {
-            path: path.to_path_buf(),
-            file: Mutex::new(file),
-        })
-    }
-
-    /// The log's path.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Appends `record` as one line and syncs it to disk.
-    pub fn write(&self, record: &AuditRecord<'_>) -> Result<(), GatewayError> {
-        self.append(record)
-    }
-
-    /// Appends a [`SessionRecord`] as one line and syncs it to disk.
-    pub fn write_session(&self, record: &SessionRecord<'_>) -> Result<(), GatewayError> {
-        self.append(record)
-    }
-
-    fn append(&self, record: &impl Serialize) -> Result<(), GatewayError> {
-        let mut line = serde_json::to_vec(record).expect("a record serialises");
-        line.push(b'\n');
-        let mut f = self.file.lock().unwrap_or_else(|p| p.into_inner());
-        f.write_all(&line)
-            .and_then(|()| f.sync_data())
-            .map_err(|source| GatewayError::Io {
-                path: self.path.clone(),
-                source,
-            })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn records_are_appended_one_json_line_each() {
+    #[tokio::test]
+    async fn records_are_appended_one_json_line_each() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit").join("log.jsonl");
         let log = AuditLog::open(&path).unwrap();
@@ -419,6 +363,7 @@ mod tests {
             Decision::Approved,
             DecidedBy::Person,
         ))
+        .await
         .unwrap();
         log.write(
             &AuditRecord::new(
@@ -429,6 +374,7 @@ mod tests {
             )
             .because("no"),
         )
+        .await
         .unwrap();
         drop(log);
         let text = std::fs::read_to_string(&path).unwrap();

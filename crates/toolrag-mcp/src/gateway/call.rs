@@ -14,7 +14,7 @@ use tracing::Instrument;
 
 use super::approval::{Rule, Ruling};
 use super::audit::{AuditRecord, DecidedBy, Decision, Outcome};
-use super::catalog::{id_of, quarantine_message};
+use super::catalog::{id_of, quarantine_message, Catalog, Entry};
 use super::upstream::UpstreamError;
 use super::upstreams::Upstream;
 use super::{guard, Caller, Gateway};
@@ -36,43 +36,26 @@ impl Gateway {
         let id = id_of(handle).to_string();
         let catalog = self.catalog.load_full();
         let args = Value::Object(arguments.unwrap_or_default());
-        let audit = |record: AuditRecord<'_>| {
-            let record = record.by(who, started.elapsed());
-            self.audit.write(&record)
+        let stamp = |record| AuditRecord::by(record, who, started.elapsed());
+        let entry = match self.lookup(&catalog, handle, &args, caller, started).await {
+            Ok(entry) => entry,
+            Err(answer) => return answer,
         };
-        let entry = match catalog.entries.get(&id) {
-            Some(e) if self.may_see(&caller.principal, &id) => e,
-            // A tool the caller may not see is answered as one that does
-            // not exist, word for word; the audit log, which only the
-            // operator reads, records the attempt, so probing is visible.
-            found => {
-                if found.is_some() {
-                    let record = AuditRecord::new(&id, &args, Decision::Denied, DecidedBy::Policy)
-                        .because("the caller's policy does not give them this tool");
-                    if let Err(e) = audit(record) {
-                        tracing::error!("cannot write the audit log: {e}");
-                    }
-                }
-                return tool_error(format!(
-                    "no tool `{handle}`; use a handle returned by search_tools"
-                ))
-                .into();
-            }
-        };
+        // A refusal's line is queued, not waited for: refusing acts on
+        // nothing, and the answer does not wait on the disk.
         let refuse = |decision: Decision, by: DecidedBy, message: String| {
-            if let Err(e) =
-                audit(AuditRecord::new(&id, &args, decision, by).because(message.clone()))
-            {
-                tracing::error!("cannot write the audit log: {e}");
+            let record = stamp(AuditRecord::new(&id, &args, decision, by).because(message.clone()));
+            async move {
+                self.audit.record(&record).await;
+                CallToolResponse::from(tool_error(message))
             }
-            tool_error(message).into()
         };
         if let Err((message, _)) = self.limits.take(&caller.principal.key(), &id) {
-            return refuse(Decision::Denied, DecidedBy::RateLimit, message);
+            return refuse(Decision::Denied, DecidedBy::RateLimit, message).await;
         }
         if !entry.quarantine.is_empty() {
             let message = quarantine_message(&id, &entry.quarantine, self.lock_hint(&id));
-            return refuse(Decision::Refused, DecidedBy::Quarantine, message);
+            return refuse(Decision::Refused, DecidedBy::Quarantine, message).await;
         }
         let validator = entry
             .validator
@@ -86,7 +69,7 @@ impl Gateway {
                  get_tool and call again.",
                 errors.join("; ")
             );
-            return refuse(Decision::InvalidArguments, DecidedBy::InputSchema, message);
+            return refuse(Decision::InvalidArguments, DecidedBy::InputSchema, message).await;
         }
 
         // Approval.
@@ -99,7 +82,7 @@ impl Gateway {
             Rule::Ask(question) => {
                 let record = AuditRecord::new(&id, &args, Decision::Asked, DecidedBy::Gateway)
                     .because("a person is asked (input_required)");
-                if let Err(e) = audit(record) {
+                if let Err(e) = self.audit.write(&stamp(record)).await {
                     tracing::error!("cannot write the audit log, the call is refused: {e}");
                     return tool_error(format!(
                         "toolrag cannot record the decision in its audit log, so `{id}` was not \
@@ -114,7 +97,7 @@ impl Gateway {
         if let Some(r) = &reason {
             record = record.because(r.clone());
         }
-        if let Err(e) = audit(record) {
+        if let Err(e) = self.audit.write(&stamp(record)).await {
             tracing::error!("cannot write the audit log, the call is refused: {e}");
             return tool_error(format!(
                 "toolrag cannot record the decision in its audit log, so `{id}` was not called: {e}"
@@ -133,54 +116,97 @@ impl Gateway {
                 self.usage
                     .called(&caller.principal, &id, &args, UsageOutcome::Failed);
                 let message = e.to_string();
-                let _ = audit(
-                    AuditRecord::new(&id, &args, Outcome::Failed, DecidedBy::Upstream)
-                        .upstream("failed")
-                        .because(message.clone()),
-                );
+                let record = AuditRecord::new(&id, &args, Outcome::Failed, DecidedBy::Upstream)
+                    .upstream("failed")
+                    .because(message.clone());
+                let _ = self.audit.write(&stamp(record)).await;
                 return tool_error(message).into();
             }
         };
+        let (result, used, record) = self.guard_result(&id, &args, result);
+        // Written before the result goes back: a result the client has
+        // seen always has its line.
+        if let Err(e) = self.audit.write(&stamp(record)).await {
+            tracing::error!("cannot write the audit log: {e}");
+        }
+        self.usage.called(&caller.principal, &id, &args, used);
+        result.into()
+    }
+
+    /// The output guard on the result of a forwarded call of `id`: the
+    /// result to send back, what the usage log records, and the audit
+    /// record to write before the result goes back.
+    fn guard_result<'a>(
+        &self,
+        id: &'a str,
+        args: &Value,
+        result: CallToolResult,
+    ) -> (CallToolResult, UsageOutcome, AuditRecord<'a>) {
         let status = if result.is_error == Some(true) {
             "tool-error"
         } else {
             "ok"
         };
-
-        // Output guard.
         let policy = self.opts.settings.output_guard;
         let findings = if policy == crate::settings::OutputGuard::Off {
             Vec::new()
         } else {
             guard::scan_result(&result)
         };
-        let (result, outcome) = if findings.is_empty() {
+        let (mut result, outcome) = if findings.is_empty() {
             (result, Outcome::Passed)
         } else {
             tracing::warn!(tool = %id, ?findings, "the result addresses the model");
-            guard::apply(policy, &id, &findings, result)
+            guard::apply(policy, id, &findings, result)
         };
         let mut record =
-            AuditRecord::new(&id, &args, outcome, DecidedBy::OutputGuard).upstream(status);
+            AuditRecord::new(id, args, outcome, DecidedBy::OutputGuard).upstream(status);
         if !findings.is_empty() {
             record = record.because(findings.join("; "));
-        }
-        // Written before the result goes back: a result the client has
-        // seen always has its line.
-        if let Err(e) = audit(record) {
-            tracing::error!("cannot write the audit log: {e}");
         }
         let used = if status == "ok" && outcome != Outcome::Blocked {
             UsageOutcome::Succeeded
         } else {
             UsageOutcome::ToolError
         };
-        self.usage.called(&caller.principal, &id, &args, used);
-        let mut result = result;
         // An upstream on an older protocol sends no `resultType`; 2026-07-28
         // requires it (rmcp strips it again for older clients).
         result.result_type = Some(rmcp::model::ResultType::COMPLETE);
-        result.into()
+        (result, used, record)
+    }
+
+    /// The entry of the tool `id` (asked for as `handle`), when the caller
+    /// may see it. A tool the caller may not see is answered as one that
+    /// does not exist, word for word and with the same work: both look the
+    /// tool up, ask the policy, and queue one audit line (the operator's
+    /// log shows the probing) without waiting for it to reach the disk, so
+    /// that neither the text nor the time tells them apart.
+    async fn lookup<'c>(
+        &self,
+        catalog: &'c Catalog,
+        handle: &str,
+        args: &Value,
+        caller: &Caller,
+        started: Instant,
+    ) -> Result<&'c Entry, CallToolResponse> {
+        let id = id_of(handle);
+        let found = catalog.entries.get(id);
+        let visible = self.may_see(&caller.principal, id);
+        if let (Some(entry), true) = (found, visible) {
+            return Ok(entry);
+        }
+        let record = match found {
+            Some(_) => AuditRecord::new(id, args, Decision::Denied, DecidedBy::Policy)
+                .because("the caller's policy does not give them this tool"),
+            None => AuditRecord::new(id, args, Decision::Refused, DecidedBy::Gateway)
+                .because("there is no tool of this name in the catalog"),
+        };
+        let record = record.by(&caller.principal.name, started.elapsed());
+        self.audit.record(&record).await;
+        Err(tool_error(format!(
+            "no tool `{handle}`; use a handle returned by search_tools"
+        ))
+        .into())
     }
 
     /// Sends `tools/call` to `up`, restarting it first if it died.

@@ -83,14 +83,20 @@ impl Gateway {
     /// with its reasons.
     pub fn card(&self, handle: &str, who: &toolrag_auth::Principal) -> Result<Value, String> {
         let id = id_of(handle);
-        if !self.may_see(who, id) {
+        // The tool is looked up (in the catalog and in the index) whether or
+        // not the caller may see it, so that a hidden tool costs what an
+        // unknown one costs.
+        let catalog = self.catalog.load();
+        let entry = catalog.entries.get(id);
+        let indexed = self.live().snapshot().tool(handle.trim()).is_some();
+        if !self.may_see(who, id) || (entry.is_none() && !indexed) {
             // Word for word what an unknown tool gets: nothing tells a
             // principal that a tool they may not see exists.
             return Err(format!(
                 "no tool `{handle}` in the index; use a handle returned by search_tools"
             ));
         }
-        if let Some(e) = self.catalog.load().entries.get(id) {
+        if let Some(e) = entry {
             if !e.quarantine.is_empty() {
                 return Err(quarantine_message(id, &e.quarantine, self.lock_hint(id)));
             }

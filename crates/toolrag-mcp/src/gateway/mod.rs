@@ -388,9 +388,7 @@ impl Gateway {
     /// session); a failure to write is logged.
     pub fn audit_foreign_session(&self, e: &crate::sessions::ForeignSession) {
         let record = audit::SessionRecord::foreign(&e.principal.name, &e.owner, &e.method);
-        if let Err(err) = self.audit.write_session(&record) {
-            tracing::error!("cannot write the audit log: {err}");
-        }
+        self.audit.record_now(&record);
     }
 
     /// The live index of the upstream tools.

@@ -185,12 +185,16 @@ impl Gateway {
         }
     }
 
-    /// Closes every upstream session (stdio servers see their stdin close).
+    /// Closes every upstream session (stdio servers see their stdin close),
+    /// and waits until every audit line queued so far is on disk.
     pub async fn shutdown(&self) {
         for up in self.upstreams.values() {
             if let Some(s) = up.session.lock().await.take() {
                 s.close().await;
             }
+        }
+        if let Err(e) = self.audit.flush().await {
+            tracing::error!("cannot write the last lines of the audit log: {e}");
         }
     }
 }
