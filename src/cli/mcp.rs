@@ -12,6 +12,7 @@ use rmcp::ServiceExt;
 use toolrag::auth::{Authenticator, OAuthConfig, OAuthVerifier, StaticTokens};
 use toolrag::mcp::gateway::{Gateway, GatewayOptions, GatewayServer};
 use toolrag::mcp::sessions::ForeignSessionHook;
+use toolrag::mcp::shared::SharedState;
 use toolrag::mcp::streamable_http::HttpOptions;
 use toolrag::mcp::upstream::McpConfig;
 use toolrag::mcp::McpServer;
@@ -197,6 +198,7 @@ async fn serve_http<S, F>(
     http: &HttpArgs,
     gateway: &toolrag::config::GatewayConfig,
     audit: Option<ForeignSessionHook>,
+    shared: SharedState,
     factory: F,
 ) -> anyhow::Result<()>
 where
@@ -211,6 +213,7 @@ where
     // it got, not 0, in the resource URL (the tokens' audience).
     let mut opts = http.options(bound, gateway)?;
     opts.on_foreign_session = audit;
+    opts.shared = shared;
     eprintln!(
         "toolrag: MCP over streamable HTTP on http://{bound}{} ({})",
         toolrag::mcp::streamable_http::ENDPOINT,
@@ -242,7 +245,8 @@ pub fn run(mut args: McpArgs) -> anyhow::Result<ExitCode> {
         let result = rt.block_on(async move {
             let watcher = live.clone().watch(RELOAD_POLL);
             let server = McpServer::new(live).with_pinned(config.pinned);
-            let served = serve_http(addr, &args.http, &config.gateway, None, move || {
+            let shared = SharedState::from_settings(&config.gateway)?;
+            let served = serve_http(addr, &args.http, &config.gateway, None, shared, move || {
                 server.clone()
             })
             .await;
@@ -293,6 +297,7 @@ fn gateway(args: McpArgs, config: Config, upstream: PathBuf) -> anyhow::Result<E
     }
     let settings = config.gateway.clone();
     let mut opts = GatewayOptions::new(args.index.clone(), config.gateway.clone());
+    let shared_settings = config.gateway.clone();
     opts.search = config.search;
     opts.pinned = config.pinned.clone();
     opts.boosts = config.index.boosts.unwrap_or_default();
@@ -316,6 +321,10 @@ fn gateway(args: McpArgs, config: Config, upstream: PathBuf) -> anyhow::Result<E
     };
     let rt = runtime()?;
     let result = rt.block_on(async move {
+        // Lazy: a Redis that is down makes the gateway degraded, not unable
+        // to start.
+        let shared = SharedState::from_settings(&shared_settings)?;
+        opts.shared = shared.clone();
         let (gw, changes) = Gateway::connect(&mcp_config, opts, embedder).await?;
         if args.check {
             let quarantined = gw.check().await;
@@ -367,9 +376,14 @@ fn gateway(args: McpArgs, config: Config, upstream: PathBuf) -> anyhow::Result<E
             let server = GatewayServer::new(gw.clone());
             let audit = gw.clone();
             let audit = ForeignSessionHook::new(move |e| audit.audit_foreign_session(e));
-            let served = serve_http(addr, &args.http, &settings, Some(audit), move || {
-                server.clone()
-            })
+            let served = serve_http(
+                addr,
+                &args.http,
+                &settings,
+                Some(audit),
+                shared,
+                move || server.clone(),
+            )
             .await;
             background.abort();
             drop(watcher);

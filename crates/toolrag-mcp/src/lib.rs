@@ -30,6 +30,7 @@ pub mod limits;
 pub mod policy;
 pub mod sessions;
 pub mod settings;
+pub mod shared;
 pub mod streamable_http;
 mod telemetry;
 pub mod upstream;

@@ -67,7 +67,7 @@ impl Gateway {
             }
             tool_error(message).into()
         };
-        if let Err((message, _)) = self.limits.take(&caller.principal.key(), &id) {
+        if let Err((message, _)) = self.limits.take(&caller.principal.key(), &id).await {
             return refuse(Decision::Denied, DecidedBy::RateLimit, message);
         }
         if !entry.quarantine.is_empty() {

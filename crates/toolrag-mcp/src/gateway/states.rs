@@ -13,10 +13,13 @@
 //!   call does not approve another, nor the same call after the tool's
 //!   definition changed;
 //! - **short-lived**: it expires (`[gateway] approval-ttl-seconds`);
-//! - **used once**: its nonce is recorded in a SQLite file when it is
-//!   redeemed, and a second redemption is refused. The file is shared by
-//!   every replica, as is the key file, so any replica can finish an
-//!   approval that another started, and none can be fooled by a replay.
+//! - **used once**: its nonce is recorded when it is redeemed, and a second
+//!   redemption is refused: in a SQLite file that the replicas of one host
+//!   share, or, with `[gateway] state` on Redis, as a key that expires
+//!   with the state (`SET NX EXAT`, atomic across replicas). The key file
+//!   is shared too, so any replica can finish an approval that another
+//!   started, and none can be fooled by a replay. When the store cannot be
+//!   reached, the approval is refused: a replay cannot be ruled out.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -27,6 +30,7 @@ use rusqlite::{Connection, ErrorCode};
 use serde::{Deserialize, Serialize};
 
 use super::GatewayError;
+use crate::shared::SharedState;
 
 /// The key's size in bytes (HMAC-SHA256's block-size-independent minimum
 /// for full strength is 32).
@@ -99,42 +103,70 @@ pub(super) enum StateRefusal {
     Store(String),
 }
 
+/// Where used states are remembered.
+enum Used {
+    /// A SQLite file (one host).
+    Sqlite {
+        conn: Arc<Mutex<Connection>>,
+        db: PathBuf,
+    },
+    /// The shared state on Redis.
+    Shared(SharedState),
+}
+
+impl std::fmt::Debug for Used {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Used::Sqlite { db, .. } => write!(f, "sqlite {}", db.display()),
+            Used::Shared(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
 /// Seals and redeems approval states.
 pub(super) struct ApprovalStates {
     codec: RequestStateCodec,
     ttl: Duration,
-    used: Arc<Mutex<Connection>>,
-    db: PathBuf,
+    used: Used,
 }
 
 impl std::fmt::Debug for ApprovalStates {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ApprovalStates")
             .field("ttl", &self.ttl)
-            .field("db", &self.db)
+            .field("used", &self.used)
             .finish_non_exhaustive()
     }
 }
 
 impl ApprovalStates {
     /// The key of `key_file` (created, 0600, when missing) and the store of
-    /// used states in `db` (created when missing).
-    pub(super) fn open(key_file: &Path, db: &Path, ttl: Duration) -> Result<Self, GatewayError> {
+    /// used states: `shared` when it is on Redis, else the SQLite file `db`
+    /// (created when missing).
+    pub(super) fn open(
+        key_file: &Path,
+        db: &Path,
+        ttl: Duration,
+        shared: &SharedState,
+    ) -> Result<Self, GatewayError> {
         let key = load_or_create_key(key_file)?;
         let codec = RequestStateCodec::try_new(key).map_err(|e| GatewayError::Io {
             path: key_file.to_path_buf(),
             source: std::io::Error::other(e.to_string()),
         })?;
-        let conn = open_store(db).map_err(|e| GatewayError::Io {
-            path: db.to_path_buf(),
-            source: std::io::Error::other(e.to_string()),
-        })?;
-        Ok(ApprovalStates {
-            codec,
-            ttl,
-            used: Arc::new(Mutex::new(conn)),
-            db: db.to_path_buf(),
-        })
+        let used = if shared.is_shared() {
+            Used::Shared(shared.clone())
+        } else {
+            let conn = open_store(db).map_err(|e| GatewayError::Io {
+                path: db.to_path_buf(),
+                source: std::io::Error::other(e.to_string()),
+            })?;
+            Used::Sqlite {
+                conn: Arc::new(Mutex::new(conn)),
+                db: db.to_path_buf(),
+            }
+        };
+        Ok(ApprovalStates { codec, ttl, used })
     }
 
     /// A sealed state approving the call `b`, valid for the TTL.
@@ -184,10 +216,19 @@ impl ApprovalStates {
         if let Some(what) = what {
             return Err(StateRefusal::Retargeted { what });
         }
-        let used = self.used.clone();
-        tokio::task::spawn_blocking(move || record_use(&used, &sealed.n, sealed.e))
-            .await
-            .map_err(|e| StateRefusal::Store(e.to_string()))?
+        match &self.used {
+            Used::Sqlite { conn, .. } => {
+                let conn = conn.clone();
+                tokio::task::spawn_blocking(move || record_use(&conn, &sealed.n, sealed.e))
+                    .await
+                    .map_err(|e| StateRefusal::Store(e.to_string()))?
+            }
+            Used::Shared(shared) => match shared.mark_used(&sealed.n, sealed.e).await {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(StateRefusal::Replayed),
+                Err(e) => Err(StateRefusal::Store(e.to_string())),
+            },
+        }
     }
 }
 
@@ -311,6 +352,10 @@ fn parse_key(path: &Path, text: &str) -> Result<Vec<u8>, GatewayError> {
 mod tests {
     use super::*;
 
+    fn local() -> SharedState {
+        SharedState::local()
+    }
+
     fn binding() -> Binding {
         Binding {
             principal: "token:bob".into(),
@@ -325,9 +370,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let key = dir.path().join("gw.key");
         let db = dir.path().join("used.sqlite");
-        let a = ApprovalStates::open(&key, &db, Duration::from_secs(600)).unwrap();
+        let a = ApprovalStates::open(&key, &db, Duration::from_secs(600), &local()).unwrap();
         // A second replica on the same key file and store.
-        let b = ApprovalStates::open(&key, &db, Duration::from_secs(600)).unwrap();
+        let b = ApprovalStates::open(&key, &db, Duration::from_secs(600), &local()).unwrap();
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
@@ -363,9 +408,13 @@ mod tests {
             Err(StateRefusal::Tampered)
         );
         // Another key does not open it.
-        let other =
-            ApprovalStates::open(&dir.path().join("other.key"), &db, Duration::from_secs(600))
-                .unwrap();
+        let other = ApprovalStates::open(
+            &dir.path().join("other.key"),
+            &db,
+            Duration::from_secs(600),
+            &local(),
+        )
+        .unwrap();
         assert_eq!(
             other.redeem(&a.seal(&binding()), &binding()).await,
             Err(StateRefusal::Tampered)
@@ -379,6 +428,7 @@ mod tests {
             &dir.path().join("k"),
             &dir.path().join("u.sqlite"),
             Duration::from_secs(1),
+            &local(),
         )
         .unwrap();
         let state = a.seal(&binding());
@@ -394,9 +444,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let key = dir.path().join("gw.key");
         std::fs::write(&key, "not hex").unwrap();
-        let e = ApprovalStates::open(&key, &dir.path().join("u.sqlite"), Duration::from_secs(1))
-            .unwrap_err()
-            .to_string();
+        let e = ApprovalStates::open(
+            &key,
+            &dir.path().join("u.sqlite"),
+            Duration::from_secs(1),
+            &local(),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("gw.key") && e.contains("approval key"), "{e}");
     }
 }
