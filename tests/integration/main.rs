@@ -25,6 +25,7 @@ mod mcp_faults;
 mod mcp_gateway;
 mod mcp_http;
 mod mcp_import;
+mod mcp_redis;
 mod mcp_sessions;
 mod names;
 mod openapi_client;

@@ -1,0 +1,577 @@
+//! Two gateway replicas (`toolrag mcp --upstream ... --http`), each in a
+//! folder of its own with its own upstream process, that share nothing but
+//! a real `redis-server` (`[gateway] state`, started here on a free port;
+//! `make redis`) and the contents of the approval key. Spoken in raw
+//! HTTP/1.1 on protocol 2026-07-28 (stateless: an approval is an
+//! `input_required` round and a sealed `requestState`). No model: the
+//! replicas index and search with BM25 only.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::common::installed;
+
+const MODERN: &str = "2026-07-28";
+const ALICE: &str = "alice-token-0123456789abcdef";
+const BOB: &str = "bob-token-0123456789abcdef";
+/// The approval key both replicas are given (a copy each, as a Secret
+/// would be mounted).
+const KEY: &str = "5c0ffee5c0ffee5c0ffee5c0ffee5c0ffee5c0ffee5c0ffee5c0ffee5c0ffee5";
+
+/// An MCP server over stdio with `delete_note` (destructive: needs
+/// approval), `get_weather` and `get_time` (read-only); every call is
+/// appended to the file named by its first argument.
+const UPSTREAM: &str = r#"
+import json, sys
+
+calls = sys.argv[1]
+def tool(name, description, destructive):
+    return {"name": name, "description": description,
+            "inputSchema": {"type": "object", "properties": {"title": {"type": "string"}}},
+            "annotations": {"readOnlyHint": not destructive, "destructiveHint": destructive}}
+tools = [tool("delete_note", "Deletes the note with this title, for good.", True),
+         tool("get_weather", "Gives the weather forecast for a city.", False),
+         tool("get_time", "Tells the current time of day in a city.", False)]
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg or "method" not in msg:
+        continue
+    method, params = msg["method"], msg.get("params") or {}
+    if method == "initialize":
+        result = {"protocolVersion": params["protocolVersion"], "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "notes", "version": "1.0.0"}}
+    elif method == "tools/list":
+        result = {"tools": tools}
+    elif method == "tools/call":
+        with open(calls, "a") as f:
+            f.write(json.dumps({"tool": params["name"], "arguments": params.get("arguments")}) + "\n")
+        args = params.get("arguments") or {}
+        result = {"content": [{"type": "text", "text": f"{params['name']} {args.get('title')}"}]}
+    elif method == "ping":
+        result = {}
+    else:
+        reply = {"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": method}}
+        print(json.dumps(reply), flush=True)
+        continue
+    print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
+"#;
+
+/// A `redis-server` on loopback, with no persistence, killed on drop.
+struct Redis {
+    child: Option<Child>,
+    port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl Redis {
+    fn start() -> Redis {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut r = Redis {
+            child: None,
+            port,
+            dir: tempfile::tempdir().unwrap(),
+        };
+        r.restart();
+        r
+    }
+
+    /// Starts it (again) on its port, and waits until it answers.
+    fn restart(&mut self) {
+        let bin = installed("target/redis/bin/redis-server", "make redis");
+        let child = Command::new(bin)
+            .args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
+            .args(["--save", "", "--appendonly", "no", "--protected-mode", "no"])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server starts");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(pong) = self.command("PING") {
+                if pong.starts_with("+PONG") {
+                    return;
+                }
+            }
+            assert!(Instant::now() < deadline, "redis-server did not answer");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/0", self.port)
+    }
+
+    /// One inline command; the raw first line of the answer.
+    fn command(&self, line: &str) -> std::io::Result<String> {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port))?;
+        s.set_read_timeout(Some(Duration::from_secs(5)))?;
+        s.write_all(format!("{line}\r\n").as_bytes())?;
+        let mut answer = String::new();
+        BufReader::new(s).read_line(&mut answer)?;
+        Ok(answer.trim_end().to_string())
+    }
+
+    /// The keys under `pattern`, each with its TTL in ms.
+    fn ttls(&self, pattern: &str) -> Vec<(String, i64)> {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        s.write_all(format!("KEYS {pattern}\r\n").as_bytes())
+            .unwrap();
+        let mut r = BufReader::new(s.try_clone().unwrap());
+        let mut line = String::new();
+        r.read_line(&mut line).unwrap();
+        let n: usize = line.trim()[1..].parse().unwrap();
+        let mut keys = Vec::new();
+        for _ in 0..n {
+            line.clear();
+            r.read_line(&mut line).unwrap();
+            line.clear();
+            r.read_line(&mut line).unwrap();
+            keys.push(line.trim_end().to_string());
+        }
+        keys.into_iter()
+            .map(|k| {
+                let ttl = self.command(&format!("PTTL {k}")).unwrap();
+                (k, ttl.trim_start_matches(':').parse().unwrap())
+            })
+            .collect()
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A gateway replica in a folder of its own, killed on drop.
+struct Replica {
+    child: Child,
+    addr: String,
+    dir: tempfile::TempDir,
+    log: Arc<Mutex<String>>,
+}
+
+impl Replica {
+    /// Starts a replica whose `[gateway]` table is `state` plus `extra`
+    /// (TOML after the table's keys), with its own copy of [`KEY`].
+    fn start(redis: &Redis, extra: &str) -> Replica {
+        let dir = tempfile::tempdir().unwrap();
+        let path = |name: &str| dir.path().join(name);
+        std::fs::write(path("upstream.py"), UPSTREAM).unwrap();
+        let upstream = json!({"mcpServers": {"notes": {
+            "command": "python3", "args": [path("upstream.py"), path("calls.jsonl")]}}});
+        std::fs::write(path("upstream.json"), upstream.to_string()).unwrap();
+        std::fs::write(path("tokens"), format!("alice:{ALICE}\nbob:{BOB}\n")).unwrap();
+        std::fs::write(path("gw.key"), format!("{KEY}\n")).unwrap();
+        let config = format!(
+            "[gateway]\nkey-file = \"gw.key\"\nstate = \"{}\"\nstate-timeout-seconds = 0.5\n{extra}",
+            redis.url()
+        );
+        std::fs::write(path("toolrag.toml"), config).unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_toolrag"))
+            .current_dir(dir.path())
+            .env_remove("TOOLRAG_MODEL_DIR")
+            .args(["mcp", "--upstream"])
+            .arg(path("upstream.json"))
+            .arg("--index")
+            .arg(path("gw"))
+            .arg("--config")
+            .arg(path("toolrag.toml"))
+            .args(["--http", "127.0.0.1:0", "--auth-tokens"])
+            .arg(path("tokens"))
+            .env("TOOLRAG_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("toolrag starts");
+        let log = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if let Some(rest) = line.split("MCP over streamable HTTP on http://").nth(1) {
+                    let _ = tx.send(rest.split('/').next().unwrap_or("").to_string());
+                }
+                sink.lock().unwrap().push_str(&(line + "\n"));
+            }
+        });
+        let addr = rx
+            .recv_timeout(Duration::from_secs(300))
+            .unwrap_or_else(|_| {
+                let _ = child.kill();
+                panic!("the replica did not start:\n{}", log.lock().unwrap());
+            });
+        Replica {
+            child,
+            addr,
+            dir,
+            log,
+        }
+    }
+
+    fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// Sends one HTTP request (a connection of its own): status and body.
+    fn http(&self, method: &str, path: &str, token: &str, body: Option<&Value>) -> (u16, String) {
+        let mut stream = TcpStream::connect(&self.addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        // The headers of SEP-2243 that 2026-07-28 requires: the method, and
+        // the name of what a tools/call calls.
+        let mut mcp = String::new();
+        if let Some(m) = body.and_then(|b| b["method"].as_str()) {
+            mcp.push_str(&format!("Mcp-Method: {m}\r\n"));
+        }
+        if let Some(n) = body.and_then(|b| b["params"]["name"].as_str()) {
+            mcp.push_str(&format!("Mcp-Name: {n}\r\n"));
+        }
+        let body = body.map(Value::to_string).unwrap_or_default();
+        let head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {token}\r\n\
+             Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: {MODERN}\r\n\
+             {mcp}Content-Type: application/json\r\nContent-Length: {}\r\n\
+             Connection: close\r\n\r\n",
+            self.addr,
+            body.len()
+        );
+        stream.write_all(head.as_bytes()).unwrap();
+        stream.write_all(body.as_bytes()).unwrap();
+        let mut raw = Vec::new();
+        stream.read_to_end(&mut raw).unwrap();
+        let text = String::from_utf8_lossy(&raw).to_string();
+        let (head, body) = text.split_once("\r\n\r\n").expect("a complete head");
+        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+        (status, body.to_string())
+    }
+
+    /// `tools/call` of the gateway tool `name` as `token` on 2026-07-28:
+    /// the JSON-RPC result.
+    fn tool(&self, token: &str, name: &str, arguments: Value, extra: Value) -> Value {
+        let mut params = json!({"name": name, "arguments": arguments, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientInfo": {"name": "replicas-test", "version": "1.0.0"},
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}}});
+        for (k, v) in extra.as_object().into_iter().flatten() {
+            params[k] = v.clone();
+        }
+        let req = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+        let (status, body) = self.http("POST", "/mcp", token, Some(&req));
+        assert_eq!(status, 200, "{body}\n{}", self.log());
+        let json = body
+            .lines()
+            .find_map(|l| l.strip_prefix("data:"))
+            .unwrap_or(&body);
+        let msg: Value =
+            serde_json::from_str(json.trim()).unwrap_or_else(|e| panic!("{e}: {body}"));
+        msg.get("result")
+            .cloned()
+            .unwrap_or_else(|| panic!("{msg}"))
+    }
+
+    /// `call_tool` of `notes/<tool>` as alice.
+    fn call(&self, tool: &str, title: &str, extra: Value) -> Value {
+        let args = json!({"handle": format!("notes/{tool}"), "arguments": {"title": title}});
+        self.tool(ALICE, "call_tool", args, extra)
+    }
+
+    /// Asks for the approval of deleting `title`: the sealed state.
+    fn ask(&self, title: &str) -> String {
+        let r = self.call("delete_note", title, json!({}));
+        assert_eq!(r["resultType"], "input_required", "{r}");
+        r["requestState"]
+            .as_str()
+            .expect("a requestState")
+            .to_string()
+    }
+
+    /// Answers an approval with `state`: the call's result.
+    fn answer(&self, title: &str, state: &str) -> Value {
+        let answer = json!({"action": "accept", "content": {"decision": "approve"}});
+        self.call(
+            "delete_note",
+            title,
+            json!({"requestState": state, "inputResponses": {"approval": answer}}),
+        )
+    }
+
+    fn search(&self, query: &str) -> Value {
+        self.tool(ALICE, "search_tools", json!({"query": query}), json!({}))
+    }
+
+    fn readyz(&self) -> (u16, Value) {
+        let (status, body) = self.http("GET", "/readyz", ALICE, None);
+        (status, serde_json::from_str(&body).unwrap_or(Value::Null))
+    }
+
+    /// The upstream calls this replica made.
+    fn calls(&self) -> Vec<Value> {
+        lines(&self.dir.path().join("calls.jsonl"))
+    }
+
+    fn audit(&self) -> Vec<Value> {
+        lines(&self.dir.path().join("gw.audit.jsonl"))
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn text(result: &Value) -> String {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn is_error(result: &Value) -> bool {
+    result["isError"] == true
+}
+
+/// The calls of `tool` both replicas made.
+fn runs(replicas: &[&Replica], tool: &str) -> usize {
+    replicas
+        .iter()
+        .flat_map(|r| r.calls())
+        .filter(|c| c["tool"] == tool)
+        .count()
+}
+
+/// Waits up to `secs` for `cond`.
+fn eventually(secs: u64, what: &str, cond: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !cond() {
+        assert!(Instant::now() < deadline, "{what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// An approval asked on one replica and answered on the other runs once;
+/// replayed to either, in sequence or 8 at once across both, it runs
+/// nothing more. The used state is a Redis key that expires.
+#[test]
+fn an_approval_asked_on_one_replica_runs_once_across_both() {
+    let redis = Redis::start();
+    let a = Replica::start(&redis, "");
+    let b = Replica::start(&redis, "");
+    let state = a.ask("groceries");
+    assert_eq!(runs(&[&a, &b], "delete_note"), 0, "asking runs nothing");
+    let done = b.answer("groceries", &state);
+    assert!(!is_error(&done), "{done}");
+    assert_eq!(text(&done), "delete_note groceries");
+    assert_eq!(b.calls().len(), 1);
+    for replica in [&a, &b, &a] {
+        let replay = replica.answer("groceries", &state);
+        assert!(is_error(&replay), "{replay}");
+        assert!(text(&replay).contains("already used"), "{replay}");
+    }
+    assert_eq!(runs(&[&a, &b], "delete_note"), 1, "a replay runs nothing");
+    for r in [&a, &b] {
+        let sqlite = r.dir.path().join("gw.approvals.sqlite");
+        assert!(!sqlite.exists(), "Redis, not a file, holds used states");
+    }
+
+    // A new approval, answered 8 times at once, 4 on each replica.
+    let state = b.ask("receipts");
+    let outcomes: Vec<Value> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8)
+            .map(|i| {
+                let r = if i % 2 == 0 { &a } else { &b };
+                let state = &state;
+                s.spawn(move || r.answer("receipts", state))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let ran: Vec<&Value> = outcomes.iter().filter(|o| !is_error(o)).collect();
+    assert_eq!(ran.len(), 1, "{outcomes:?}");
+    assert!(outcomes
+        .iter()
+        .filter(|o| is_error(o))
+        .all(|o| text(o).contains("already used")));
+    assert_eq!(runs(&[&a, &b], "delete_note"), 2);
+    let refused: usize = [&a, &b]
+        .iter()
+        .flat_map(|r| r.audit())
+        .filter(|r| r["decidedBy"] == "gateway: approval state")
+        .count();
+    assert_eq!(refused, 10, "every replay is audited");
+
+    // Two used states, each a key that expires with its approval (600 s).
+    let used = redis.ttls("toolrag:used:*");
+    assert_eq!(used.len(), 2, "{used:?}");
+    assert!(
+        used.iter()
+            .all(|(_, ttl)| (590_000..=602_000).contains(ttl)),
+        "{used:?}"
+    );
+}
+
+/// `[gateway.tool-calls-per-minute]` of 4 is one budget across the
+/// replicas: the 5th and 6th calls are refused, whichever replica gets
+/// them; the bucket is a key that expires.
+#[test]
+fn a_budget_of_four_a_minute_holds_across_replicas() {
+    let redis = Redis::start();
+    let extra = "[gateway.tool-calls-per-minute]\n\"notes/get_weather\" = 4\n";
+    let a = Replica::start(&redis, extra);
+    let b = Replica::start(&redis, extra);
+    for (i, r) in [&a, &b, &a, &b].into_iter().enumerate() {
+        let ok = r.call("get_weather", "Lima", json!({}));
+        assert!(!is_error(&ok), "call {}: {ok}", i + 1);
+    }
+    for (i, r) in [&a, &b].into_iter().enumerate() {
+        let refused = r.call("get_weather", "Lima", json!({}));
+        assert!(is_error(&refused), "call {}: {refused}", i + 5);
+        assert!(
+            text(&refused).contains("at most 4 calls a minute"),
+            "{refused}"
+        );
+    }
+    assert_eq!(runs(&[&a, &b], "get_weather"), 4);
+    // Another principal has a budget of its own; an unlimited tool none.
+    let bob = b.tool(
+        BOB,
+        "call_tool",
+        json!({"handle": "notes/get_weather", "arguments": {"title": "Oslo"}}),
+        json!({}),
+    );
+    assert!(!is_error(&bob), "{bob}");
+    assert!(!is_error(&a.call("get_time", "Lima", json!({}))));
+    let buckets = redis.ttls("toolrag:rl:*");
+    assert_eq!(buckets.len(), 2, "alice's and bob's: {buckets:?}");
+    assert!(
+        buckets.iter().all(|(_, ttl)| (1..=61_000).contains(ttl)),
+        "{buckets:?}"
+    );
+}
+
+/// With Redis killed, an approval fails closed (the call does not run), a
+/// call under a budget is refused, search and an unlimited read-only call
+/// answer, and /readyz says degraded; with Redis back on its port, the
+/// replicas recover by themselves and the same approval runs, once.
+#[test]
+fn with_redis_down_approvals_fail_closed_and_the_replicas_recover() {
+    let mut redis = Redis::start();
+    let extra = "[gateway.tool-calls-per-minute]\n\"notes/get_weather\" = 100\n";
+    let a = Replica::start(&redis, extra);
+    let b = Replica::start(&redis, extra);
+    for r in [&a, &b] {
+        assert_eq!(r.readyz(), (200, json!({"status": "ready"})));
+    }
+    let state = a.ask("groceries");
+
+    redis.kill();
+    let refused = b.answer("groceries", &state);
+    assert!(is_error(&refused), "{refused}");
+    assert!(
+        text(&refused).contains("cannot record that this approval was used"),
+        "{refused}"
+    );
+    assert_eq!(runs(&[&a, &b], "delete_note"), 0, "the call did not run");
+    let limited = a.call("get_weather", "Lima", json!({}));
+    assert!(is_error(&limited), "{limited}");
+    assert!(text(&limited).contains("cannot count now"), "{limited}");
+    assert_eq!(runs(&[&a, &b], "get_weather"), 0);
+    let found = a.search("weather forecast for a city");
+    assert!(!is_error(&found), "{found}");
+    assert!(found.to_string().contains("notes/get_weather"), "{found}");
+    assert!(!is_error(&b.call("get_time", "Lima", json!({}))));
+    for r in [&a, &b] {
+        let (status, body) = r.readyz();
+        assert_eq!(status, 503, "{body}");
+        assert_eq!(body["status"], "degraded", "{body}");
+        assert!(
+            body["state"]
+                .as_str()
+                .unwrap()
+                .starts_with("redis unreachable"),
+            "{body}"
+        );
+    }
+
+    redis.restart();
+    for r in [&a, &b] {
+        eventually(15, "/readyz is 200 again", || r.readyz().0 == 200);
+    }
+    // The refused attempt recorded nothing: the approval runs now, once.
+    let done = b.answer("groceries", &state);
+    assert!(!is_error(&done), "{done}");
+    assert_eq!(runs(&[&a, &b], "delete_note"), 1);
+    let replay = a.answer("groceries", &state);
+    assert!(text(&replay).contains("already used"), "{replay}");
+    assert!(!is_error(&a.call("get_weather", "Lima", json!({}))));
+}
+
+/// A token revoked in the shared state ([`SharedState::revoke`]) gets 401
+/// from every replica, though both token files still have it; others
+/// still pass, and the revocation is a key that expires.
+#[test]
+fn a_revoked_token_is_refused_by_every_replica() {
+    let redis = Redis::start();
+    let a = Replica::start(&redis, "");
+    let b = Replica::start(&redis, "");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let mut settings = toolrag::config::GatewayConfig::default();
+    settings.state = Some(toolrag::mcp::settings::StateUrl::new(redis.url()));
+    rt.block_on(async {
+        let shared = toolrag::mcp::shared::SharedState::from_settings(&settings).unwrap();
+        shared.ready().await.unwrap();
+        let hash = toolrag::mcp::shared::token_sha256(BOB);
+        shared
+            .revoke(&hash, Duration::from_secs(120))
+            .await
+            .unwrap();
+        assert!(shared.is_revoked(&hash).await);
+    });
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {}}}});
+    for r in [&a, &b] {
+        let (status, body) = r.http("POST", "/mcp", BOB, Some(&list));
+        assert_eq!(status, 401, "{body}");
+        assert!(body.contains("revoked"), "{body}");
+        let (status, body) = r.http("POST", "/mcp", ALICE, Some(&list));
+        assert_eq!(status, 200, "{body}");
+    }
+    let revoked = redis.ttls("toolrag:revoked:*");
+    assert_eq!(revoked.len(), 1, "{revoked:?}");
+    assert!((100_000..=120_000).contains(&revoked[0].1), "{revoked:?}");
+}
