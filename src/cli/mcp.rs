@@ -245,7 +245,7 @@ pub fn run(mut args: McpArgs) -> anyhow::Result<ExitCode> {
         let result = rt.block_on(async move {
             let watcher = live.clone().watch(RELOAD_POLL);
             let server = McpServer::new(live).with_pinned(config.pinned);
-            let shared = SharedState::from_settings(&config.gateway)?;
+            let shared = config.gateway.shared_state()?;
             let served = serve_http(addr, &args.http, &config.gateway, None, shared, move || {
                 server.clone()
             })
@@ -323,7 +323,7 @@ fn gateway(args: McpArgs, config: Config, upstream: PathBuf) -> anyhow::Result<E
     let result = rt.block_on(async move {
         // Lazy: a Redis that is down makes the gateway degraded, not unable
         // to start.
-        let shared = SharedState::from_settings(&shared_settings)?;
+        let shared = shared_settings.shared_state()?;
         opts.shared = shared.clone();
         let (gw, changes) = Gateway::connect(&mcp_config, opts, embedder).await?;
         if args.check {

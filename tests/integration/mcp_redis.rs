@@ -552,7 +552,7 @@ fn a_revoked_token_is_refused_by_every_replica() {
     let mut settings = toolrag::config::GatewayConfig::default();
     settings.state = Some(toolrag::mcp::settings::StateUrl::new(redis.url()));
     rt.block_on(async {
-        let shared = toolrag::mcp::shared::SharedState::from_settings(&settings).unwrap();
+        let shared = settings.shared_state().unwrap();
         shared.ready().await.unwrap();
         let hash = toolrag::mcp::shared::token_sha256(BOB);
         shared

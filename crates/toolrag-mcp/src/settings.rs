@@ -5,6 +5,9 @@ use std::path::PathBuf;
 use toolrag_core::error::Result;
 use toolrag_core::settings::invalid;
 
+pub use crate::shared::StateUrl;
+use crate::shared::{SharedError, SharedState};
+
 /// What the gateway does with a tool result that addresses the model
 /// (instructions to it, invisible Unicode, URLs to send data to).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -106,50 +109,6 @@ pub struct GatewayConfig {
     /// How long a Redis call may take, in seconds; past it, Redis counts
     /// as unreachable for that call.
     pub state_timeout_seconds: f64,
-}
-
-/// The URL of the shared state (`[gateway] state`). It may hold a password,
-/// so its `Debug` and [`StateUrl::redacted`] hide it.
-#[derive(Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
-pub struct StateUrl(String);
-
-impl StateUrl {
-    /// The URL as written.
-    pub fn new(url: impl Into<String>) -> StateUrl {
-        StateUrl(url.into())
-    }
-
-    /// The URL as written, password included: for the client only.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    /// Whether it asks for TLS (`rediss://`).
-    pub fn is_tls(&self) -> bool {
-        self.0.starts_with("rediss://")
-    }
-
-    /// The URL with any password replaced by `***`, for messages and logs.
-    pub fn redacted(&self) -> String {
-        let Some((scheme, rest)) = self.0.split_once("://") else {
-            return "<not a URL>".into();
-        };
-        let (authority, path) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
-        match authority.rsplit_once('@') {
-            Some((userinfo, host)) => {
-                let user = userinfo.split_once(':').map_or("", |(u, _)| u);
-                format!("{scheme}://{user}:***@{host}{path}")
-            }
-            None => self.0.clone(),
-        }
-    }
-}
-
-impl std::fmt::Debug for StateUrl {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.redacted())
-    }
 }
 
 impl Default for GatewayConfig {
@@ -341,6 +300,22 @@ impl GatewayConfig {
             ));
         }
         Ok(())
+    }
+
+    /// The shared state these settings ask for: on Redis when `state` is
+    /// set (connected lazily, so a Redis that is down makes the gateway
+    /// degraded, not unable to start), local otherwise. Must run inside a
+    /// Tokio runtime.
+    pub fn shared_state(&self) -> std::result::Result<SharedState, SharedError> {
+        match &self.state {
+            None => Ok(SharedState::local()),
+            Some(url) => SharedState::connect(
+                url,
+                self.state_password_env.as_deref(),
+                &self.state_prefix,
+                std::time::Duration::from_secs_f64(self.state_timeout_seconds),
+            ),
+        }
     }
 
     /// The caps and idle time of streamable-HTTP sessions.

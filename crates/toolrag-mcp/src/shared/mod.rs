@@ -34,7 +34,6 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
-use crate::settings::GatewayConfig;
 pub use store::RedisState;
 
 /// Why the shared state cannot be used.
@@ -74,20 +73,18 @@ impl SharedState {
         SharedState::default()
     }
 
-    /// The state `settings` asks for: on Redis when `[gateway] state` is
-    /// set, local otherwise. The connection is made lazily, so the gateway
+    /// The state on the Redis at `url` (its password, or the one in the
+    /// environment variable `password_env`), keys under `prefix`, each
+    /// call given `timeout`. The connection is made lazily, so the gateway
     /// starts (degraded) when Redis is down. Must run inside a Tokio
     /// runtime.
-    pub fn from_settings(settings: &GatewayConfig) -> Result<SharedState, SharedError> {
-        let Some(url) = &settings.state else {
-            return Ok(SharedState::local());
-        };
-        let redis = RedisState::connect(
-            url,
-            settings.state_password_env.as_deref(),
-            &settings.state_prefix,
-            Duration::from_secs_f64(settings.state_timeout_seconds),
-        )?;
+    pub fn connect(
+        url: &StateUrl,
+        password_env: Option<&str>,
+        prefix: &str,
+        timeout: Duration,
+    ) -> Result<SharedState, SharedError> {
+        let redis = RedisState::connect(url, password_env, prefix, timeout)?;
         Ok(SharedState {
             redis: Some(Arc::new(redis)),
             ..SharedState::default()
@@ -202,6 +199,50 @@ impl SharedState {
         if map.len() < LOCAL_REVOCATIONS {
             map.insert(hash.to_string(), now + ttl);
         }
+    }
+}
+
+/// The URL of the shared state (`[gateway] state`). It may hold a password,
+/// so its `Debug` and [`StateUrl::redacted`] hide it.
+#[derive(Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct StateUrl(String);
+
+impl StateUrl {
+    /// The URL as written.
+    pub fn new(url: impl Into<String>) -> StateUrl {
+        StateUrl(url.into())
+    }
+
+    /// The URL as written, password included: for the client only.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether it asks for TLS (`rediss://`).
+    pub fn is_tls(&self) -> bool {
+        self.0.starts_with("rediss://")
+    }
+
+    /// The URL with any password replaced by `***`, for messages and logs.
+    pub fn redacted(&self) -> String {
+        let Some((scheme, rest)) = self.0.split_once("://") else {
+            return "<not a URL>".into();
+        };
+        let (authority, path) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
+        match authority.rsplit_once('@') {
+            Some((userinfo, host)) => {
+                let user = userinfo.split_once(':').map_or("", |(u, _)| u);
+                format!("{scheme}://{user}:***@{host}{path}")
+            }
+            None => self.0.clone(),
+        }
+    }
+}
+
+impl std::fmt::Debug for StateUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.redacted())
     }
 }
 

@@ -10,8 +10,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Client, IntoConnectionInfo, RedisResult, Script};
 use sha2::{Digest, Sha256};
 
-use super::SharedError;
-use crate::settings::StateUrl;
+use super::{SharedError, StateUrl};
 
 /// A GCRA bucket (the algorithm of `governor`, so that a shared budget
 /// behaves as a local one): `KEYS[1]` holds the theoretical arrival time,
