@@ -324,6 +324,11 @@ fn gateway(args: McpArgs, config: Config, upstream: PathBuf) -> anyhow::Result<E
         // Lazy: a Redis that is down makes the gateway degraded, not unable
         // to start.
         let shared = shared_settings.shared_state()?;
+        if let Err(e) = shared.ready().await {
+            tracing::warn!(
+                "the shared state is degraded (approvals are refused until it answers): {e}"
+            );
+        }
         opts.shared = shared.clone();
         let (gw, changes) = Gateway::connect(&mcp_config, opts, embedder).await?;
         if args.check {

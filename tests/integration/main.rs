@@ -33,6 +33,7 @@ mod plan;
 mod plan_http;
 mod plan_real;
 mod query;
+mod redis_server;
 mod registry;
 mod schemathesis;
 mod scripted;

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::common::installed;
+use crate::redis_server::Redis;
 
 const MODERN: &str = "2026-07-28";
 const ALICE: &str = "alice-token-0123456789abcdef";
@@ -62,107 +62,6 @@ for line in sys.stdin:
     print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
 "#;
 
-/// A `redis-server` on loopback, with no persistence, killed on drop.
-struct Redis {
-    child: Option<Child>,
-    port: u16,
-    dir: tempfile::TempDir,
-}
-
-impl Redis {
-    fn start() -> Redis {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let mut r = Redis {
-            child: None,
-            port,
-            dir: tempfile::tempdir().unwrap(),
-        };
-        r.restart();
-        r
-    }
-
-    /// Starts it (again) on its port, and waits until it answers.
-    fn restart(&mut self) {
-        let bin = installed("target/redis/bin/redis-server", "make redis");
-        let child = Command::new(bin)
-            .args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
-            .args(["--save", "", "--appendonly", "no", "--protected-mode", "no"])
-            .arg("--dir")
-            .arg(self.dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server starts");
-        self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if let Ok(pong) = self.command("PING") {
-                if pong.starts_with("+PONG") {
-                    return;
-                }
-            }
-            assert!(Instant::now() < deadline, "redis-server did not answer");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/0", self.port)
-    }
-
-    /// One inline command; the raw first line of the answer.
-    fn command(&self, line: &str) -> std::io::Result<String> {
-        let mut s = TcpStream::connect(("127.0.0.1", self.port))?;
-        s.set_read_timeout(Some(Duration::from_secs(5)))?;
-        s.write_all(format!("{line}\r\n").as_bytes())?;
-        let mut answer = String::new();
-        BufReader::new(s).read_line(&mut answer)?;
-        Ok(answer.trim_end().to_string())
-    }
-
-    /// The keys under `pattern`, each with its TTL in ms.
-    fn ttls(&self, pattern: &str) -> Vec<(String, i64)> {
-        let mut s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
-        s.write_all(format!("KEYS {pattern}\r\n").as_bytes())
-            .unwrap();
-        let mut r = BufReader::new(s.try_clone().unwrap());
-        let mut line = String::new();
-        r.read_line(&mut line).unwrap();
-        let n: usize = line.trim()[1..].parse().unwrap();
-        let mut keys = Vec::new();
-        for _ in 0..n {
-            line.clear();
-            r.read_line(&mut line).unwrap();
-            line.clear();
-            r.read_line(&mut line).unwrap();
-            keys.push(line.trim_end().to_string());
-        }
-        keys.into_iter()
-            .map(|k| {
-                let ttl = self.command(&format!("PTTL {k}")).unwrap();
-                (k, ttl.trim_start_matches(':').parse().unwrap())
-            })
-            .collect()
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
 /// A gateway replica in a folder of its own, killed on drop.
 struct Replica {
     child: Child,
@@ -175,6 +74,11 @@ impl Replica {
     /// Starts a replica whose `[gateway]` table is `state` plus `extra`
     /// (TOML after the table's keys), with its own copy of [`KEY`].
     fn start(redis: &Redis, extra: &str) -> Replica {
+        Replica::start_with(redis, extra, &[])
+    }
+
+    /// [`Replica::start`] with more command-line arguments.
+    fn start_with(redis: &Redis, extra: &str, args: &[&str]) -> Replica {
         let dir = tempfile::tempdir().unwrap();
         let path = |name: &str| dir.path().join(name);
         std::fs::write(path("upstream.py"), UPSTREAM).unwrap();
@@ -199,6 +103,7 @@ impl Replica {
             .arg(path("toolrag.toml"))
             .args(["--http", "127.0.0.1:0", "--auth-tokens"])
             .arg(path("tokens"))
+            .args(args)
             .env("TOOLRAG_LOG", "info")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -434,7 +339,8 @@ fn an_approval_asked_on_one_replica_runs_once_across_both() {
         .count();
     assert_eq!(refused, 10, "every replay is audited");
 
-    // Two used states, each a key that expires with its approval (600 s).
+    // Two used states, each a key that expires with its approval (600 s);
+    // the one key without a TTL is when Redis began remembering them.
     let used = redis.ttls("toolrag:used:*");
     assert_eq!(used.len(), 2, "{used:?}");
     assert!(
@@ -485,8 +391,9 @@ fn a_budget_of_four_a_minute_holds_across_replicas() {
 
 /// With Redis killed, an approval fails closed (the call does not run), a
 /// call under a budget is refused, search and an unlimited read-only call
-/// answer, and /readyz says degraded; with Redis back on its port, the
-/// replicas recover by themselves and the same approval runs, once.
+/// answer, and /readyz says degraded; with Redis back on its port (empty),
+/// the replicas recover by themselves: the approval asked before is
+/// refused (Redis cannot tell whether it was used), a new one runs once.
 #[test]
 fn with_redis_down_approvals_fail_closed_and_the_replicas_recover() {
     let mut redis = Redis::start();
@@ -531,7 +438,13 @@ fn with_redis_down_approvals_fail_closed_and_the_replicas_recover() {
     for r in [&a, &b] {
         eventually(15, "/readyz is 200 again", || r.readyz().0 == 200);
     }
-    // The refused attempt recorded nothing: the approval runs now, once.
+    // Redis came back empty: it cannot tell whether the state asked before
+    // was used, so that one is refused; a new approval runs, once.
+    let forgotten = b.answer("groceries", &state);
+    assert!(is_error(&forgotten), "{forgotten}");
+    assert!(text(&forgotten).contains("was reset"), "{forgotten}");
+    assert_eq!(runs(&[&a, &b], "delete_note"), 0);
+    let state = a.ask("groceries");
     let done = b.answer("groceries", &state);
     assert!(!is_error(&done), "{done}");
     assert_eq!(runs(&[&a, &b], "delete_note"), 1);
@@ -574,4 +487,29 @@ fn a_revoked_token_is_refused_by_every_replica() {
     let revoked = redis.ttls("toolrag:revoked:*");
     assert_eq!(revoked.len(), 1, "{revoked:?}");
     assert!((100_000..=120_000).contains(&revoked[0].1), "{revoked:?}");
+}
+
+/// `--requests-per-minute` is one budget across the replicas too (`429`
+/// past it, whichever replica is asked); with Redis down, each replica
+/// counts on its own bucket, so requests are still served.
+#[test]
+fn the_request_limit_is_shared_and_falls_back_to_each_replica() {
+    let mut redis = Redis::start();
+    let args = ["--requests-per-minute", "5"];
+    let a = Replica::start_with(&redis, "", &args);
+    let b = Replica::start_with(&redis, "", &args);
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let statuses: Vec<u16> = [&a, &b, &a, &b, &a, &b, &a]
+        .iter()
+        .map(|r| r.http("POST", "/mcp", ALICE, Some(&list)).0)
+        .collect();
+    assert_eq!(statuses, [200, 200, 200, 200, 200, 429, 429]);
+    assert_eq!(b.http("POST", "/mcp", BOB, Some(&list)).0, 200, "bob's own");
+    redis.kill();
+    for r in [&a, &b] {
+        let (status, body) = r.http("POST", "/mcp", ALICE, Some(&list));
+        assert_eq!(status, 200, "the replica's own bucket: {body}");
+    }
 }

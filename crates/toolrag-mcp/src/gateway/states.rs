@@ -30,7 +30,7 @@ use rusqlite::{Connection, ErrorCode};
 use serde::{Deserialize, Serialize};
 
 use super::GatewayError;
-use crate::shared::SharedState;
+use crate::shared::{Redeemed, SharedState};
 
 /// The key's size in bytes (HMAC-SHA256's block-size-independent minimum
 /// for full strength is 32).
@@ -97,6 +97,14 @@ pub(super) enum StateRefusal {
         /// What differs, in words.
         what: &'static str,
     },
+    /// The memory of used states was reset after the state was issued
+    /// (Redis restarted empty), so a replay cannot be ruled out.
+    #[error(
+        "the gateway's memory of used approvals was reset after this approval was asked, so a \
+         replay cannot be ruled out; the call was not made. Call the tool again to ask for a new \
+         approval."
+    )]
+    Forgotten,
     /// The memory of used states cannot be read or written, so a replay
     /// cannot be ruled out.
     #[error("the gateway cannot record that this approval was used ({0}); the call was not made")]
@@ -223,11 +231,15 @@ impl ApprovalStates {
                     .await
                     .map_err(|e| StateRefusal::Store(e.to_string()))?
             }
-            Used::Shared(shared) => match shared.mark_used(&sealed.n, sealed.e).await {
-                Ok(true) => Ok(()),
-                Ok(false) => Err(StateRefusal::Replayed),
-                Err(e) => Err(StateRefusal::Store(e.to_string())),
-            },
+            Used::Shared(shared) => {
+                let issued = sealed.e.saturating_sub(self.ttl.as_secs());
+                match shared.mark_used(&sealed.n, issued, sealed.e).await {
+                    Ok(Redeemed::First) => Ok(()),
+                    Ok(Redeemed::Replayed) => Err(StateRefusal::Replayed),
+                    Ok(Redeemed::Forgotten) => Err(StateRefusal::Forgotten),
+                    Err(e) => Err(StateRefusal::Store(e.to_string())),
+                }
+            }
         }
     }
 }

@@ -9,7 +9,9 @@
 //!   for TLS): all three in one Redis, so N replicas behind a load balancer
 //!   are one gateway. Every key has a TTL, so nothing grows forever:
 //!   - `<prefix>used:<nonce>` until the approval state expires
-//!     (`SET NX EXAT`, atomic: a state is used once across replicas);
+//!     (`SET NX EXAT`, atomic: a state is used once across replicas), and
+//!     `<prefix>since`, when this Redis began remembering them: a state
+//!     issued before (Redis restarted empty since) is refused;
 //!   - `<prefix>rl:<hash>` a GCRA bucket (a Lua script, run atomically on
 //!     Redis's clock), until it would be full again;
 //!   - `<prefix>revoked:<sha256 of the token>` for the TTL given to
@@ -46,6 +48,18 @@ pub enum SharedError {
     /// Redis did not answer in time, or answered with an error.
     #[error("redis unreachable: {0}")]
     Unreachable(String),
+}
+
+/// What recording the use of an approval state found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Redeemed {
+    /// Its first use: the call may run.
+    First,
+    /// It was used before.
+    Replayed,
+    /// It was issued before Redis began remembering used states (Redis
+    /// restarted empty since): whether it was used cannot be told.
+    Forgotten,
 }
 
 /// How many revocations a replica remembers by itself.
@@ -155,12 +169,17 @@ impl SharedState {
         self.redis.is_some() || !self.lock_revoked().is_empty()
     }
 
-    /// Records that the approval state `nonce`, valid until `expires` (Unix
-    /// seconds), is used: `Ok(true)` the first time, `Ok(false)` for a
-    /// replay. Only on Redis (the local store is the SQLite file).
-    pub(crate) async fn mark_used(&self, nonce: &str, expires: u64) -> Result<bool, SharedError> {
+    /// Records that the approval state `nonce`, issued at `issued` and
+    /// valid until `expires` (Unix seconds), is used. Only on Redis (the
+    /// local store is the SQLite file).
+    pub(crate) async fn mark_used(
+        &self,
+        nonce: &str,
+        issued: u64,
+        expires: u64,
+    ) -> Result<Redeemed, SharedError> {
         match &self.redis {
-            Some(r) => r.mark_used(nonce, expires).await,
+            Some(r) => r.mark_used(nonce, issued, expires).await,
             None => Err(SharedError::Config(
                 "no shared state: used approval states are in the SQLite file".into(),
             )),

@@ -37,6 +37,34 @@ redis.call('SET', KEYS[1], string.format('%d', next_tat), 'PX', math.ceil((next_
 return 0
 ";
 
+/// Records a used approval state: `KEYS[1]` the state's key, `KEYS[2]` the
+/// time (Redis's, Unix seconds) since which this Redis remembers used
+/// states; `ARGV[1]` when the state expires, `ARGV[2]` when it was issued.
+/// Answers 1 for a first use, 0 for a replay, -1 for a state issued before
+/// this Redis began remembering (it restarted empty, say): whether it was
+/// used before cannot be told.
+const MARK_USED: &str = r"
+local since = redis.call('GET', KEYS[2])
+if not since then
+  since = redis.call('TIME')[1]
+  redis.call('SET', KEYS[2], since)
+end
+if tonumber(ARGV[2]) < tonumber(since) then
+  return -1
+end
+if redis.call('SET', KEYS[1], '1', 'NX', 'EXAT', ARGV[1]) then
+  return 1
+end
+return 0
+";
+
+/// `PING`, that also marks when this Redis began remembering used states
+/// (the first contact after it started empty).
+const PING: &str = r"
+redis.call('SET', KEYS[1], redis.call('TIME')[1], 'NX')
+return redis.call('PING')['ok']
+";
+
 /// The shared state on one Redis.
 pub struct RedisState {
     conn: ConnectionManager,
@@ -45,6 +73,8 @@ pub struct RedisState {
     /// The URL without its password, for messages.
     shown: String,
     gcra: Script,
+    mark_used: Script,
+    ping: Script,
 }
 
 impl std::fmt::Debug for RedisState {
@@ -114,6 +144,8 @@ impl RedisState {
             timeout,
             shown: url.redacted(),
             gcra: Script::new(GCRA),
+            mark_used: Script::new(MARK_USED),
+            ping: Script::new(PING),
         })
     }
 
@@ -130,10 +162,12 @@ impl RedisState {
         }
     }
 
-    /// `PING`.
+    /// `PING` (a script that also marks the start of the memory of used
+    /// states, when there is none).
     pub(super) async fn ping(&self) -> Result<(), SharedError> {
         let mut conn = self.conn.clone();
-        let pong: String = self.call(redis::cmd("PING").query_async(&mut conn)).await?;
+        let invocation = self.ping.key(format!("{}since", self.prefix));
+        let pong: String = self.call(invocation.invoke_async(&mut conn)).await?;
         if pong == "PONG" {
             Ok(())
         } else {
@@ -141,23 +175,28 @@ impl RedisState {
         }
     }
 
-    /// `SET <prefix>used:<nonce> 1 NX EXAT <expires+1>`: true when it was
-    /// not there (the first use), false for a replay.
-    pub(super) async fn mark_used(&self, nonce: &str, expires: u64) -> Result<bool, SharedError> {
+    /// Records the use of the approval state `nonce`, issued at `issued`
+    /// and valid until `expires` (Unix seconds), as a key that expires with
+    /// it (`SET NX EXAT`, in a script that first checks that this Redis
+    /// remembers back to `issued`).
+    pub(super) async fn mark_used(
+        &self,
+        nonce: &str,
+        issued: u64,
+        expires: u64,
+    ) -> Result<super::Redeemed, SharedError> {
         let mut conn = self.conn.clone();
-        let key = format!("{}used:{nonce}", self.prefix);
-        let set: Option<String> = self
-            .call(
-                redis::cmd("SET")
-                    .arg(&key)
-                    .arg(1)
-                    .arg("NX")
-                    .arg("EXAT")
-                    .arg(expires.saturating_add(1))
-                    .query_async(&mut conn),
-            )
-            .await?;
-        Ok(set.is_some())
+        let mut invocation = self.mark_used.key(format!("{}used:{nonce}", self.prefix));
+        invocation
+            .key(format!("{}since", self.prefix))
+            .arg(expires.saturating_add(1))
+            .arg(issued);
+        let answer: i64 = self.call(invocation.invoke_async(&mut conn)).await?;
+        Ok(match answer {
+            1 => super::Redeemed::First,
+            0 => super::Redeemed::Replayed,
+            _ => super::Redeemed::Forgotten,
+        })
     }
 
     /// One call from the bucket `key` (hashed into the key's name) of
