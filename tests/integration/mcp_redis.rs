@@ -74,11 +74,12 @@ impl Replica {
     /// Starts a replica whose `[gateway]` table is `state` plus `extra`
     /// (TOML after the table's keys), with its own copy of [`KEY`].
     fn start(redis: &Redis, extra: &str) -> Replica {
-        Replica::start_with(redis, extra, &[])
+        Replica::start_with(&redis.url(), extra, &[], &[])
     }
 
-    /// [`Replica::start`] with more command-line arguments.
-    fn start_with(redis: &Redis, extra: &str, args: &[&str]) -> Replica {
+    /// A replica whose `[gateway] state` is `url`, with more command-line
+    /// arguments and environment variables.
+    fn start_with(url: &str, extra: &str, args: &[&str], env: &[(&str, &str)]) -> Replica {
         let dir = tempfile::tempdir().unwrap();
         let path = |name: &str| dir.path().join(name);
         std::fs::write(path("upstream.py"), UPSTREAM).unwrap();
@@ -88,8 +89,7 @@ impl Replica {
         std::fs::write(path("tokens"), format!("alice:{ALICE}\nbob:{BOB}\n")).unwrap();
         std::fs::write(path("gw.key"), format!("{KEY}\n")).unwrap();
         let config = format!(
-            "[gateway]\nkey-file = \"gw.key\"\nstate = \"{}\"\nstate-timeout-seconds = 0.5\n{extra}",
-            redis.url()
+            "[gateway]\nkey-file = \"gw.key\"\nstate = \"{url}\"\nstate-timeout-seconds = 0.5\n{extra}"
         );
         std::fs::write(path("toolrag.toml"), config).unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_toolrag"))
@@ -104,6 +104,7 @@ impl Replica {
             .args(["--http", "127.0.0.1:0", "--auth-tokens"])
             .arg(path("tokens"))
             .args(args)
+            .envs(env.iter().copied())
             .env("TOOLRAG_LOG", "info")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -496,8 +497,8 @@ fn a_revoked_token_is_refused_by_every_replica() {
 fn the_request_limit_is_shared_and_falls_back_to_each_replica() {
     let mut redis = Redis::start();
     let args = ["--requests-per-minute", "5"];
-    let a = Replica::start_with(&redis, "", &args);
-    let b = Replica::start_with(&redis, "", &args);
+    let a = Replica::start_with(&redis.url(), "", &args, &[]);
+    let b = Replica::start_with(&redis.url(), "", &args, &[]);
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
         "io.modelcontextprotocol/protocolVersion": MODERN,
         "io.modelcontextprotocol/clientCapabilities": {}}}});
@@ -511,5 +512,44 @@ fn the_request_limit_is_shared_and_falls_back_to_each_replica() {
     for r in [&a, &b] {
         let (status, body) = r.http("POST", "/mcp", ALICE, Some(&list));
         assert_eq!(status, 200, "the replica's own bucket: {body}");
+    }
+}
+
+/// A Redis with a password: given in the environment variable that
+/// `state-password-env` names, or in the URL, it is used, and it never
+/// shows in the log (the URL is logged with `***`); a wrong one leaves the
+/// replica degraded, approvals refused.
+#[test]
+fn a_password_from_the_environment_or_the_url_is_used_and_never_logged() {
+    const PASSWORD: &str = "pw-0123456789-never-logged";
+    let redis = Redis::start_with(&["--requirepass", PASSWORD]);
+    let from_env = Replica::start_with(
+        &redis.url(),
+        "state-password-env = \"TOOLRAG_TEST_REDIS_PASSWORD\"\n",
+        &[],
+        &[("TOOLRAG_TEST_REDIS_PASSWORD", PASSWORD)],
+    );
+    let in_url = format!("redis://:{PASSWORD}@127.0.0.1:{}/0", redis.port());
+    let from_url = Replica::start_with(&in_url, "", &[], &[]);
+    let wrong = format!("redis://:wrong-{PASSWORD}@127.0.0.1:{}/0", redis.port());
+    let wrong = Replica::start_with(&wrong, "", &[], &[]);
+    for r in [&from_env, &from_url] {
+        assert_eq!(r.readyz(), (200, json!({"status": "ready"})), "{}", r.log());
+        let state = r.ask("groceries");
+        assert!(!is_error(&r.answer("groceries", &state)));
+    }
+    let (status, body) = wrong.readyz();
+    assert_eq!(status, 503, "{body}");
+    let state = wrong.ask("groceries");
+    assert!(is_error(&wrong.answer("groceries", &state)));
+    assert_eq!(runs(&[&from_env, &from_url, &wrong], "delete_note"), 2);
+    assert!(
+        from_url.log().contains("redis://:***@127.0.0.1"),
+        "{}",
+        from_url.log()
+    );
+    for r in [&from_env, &from_url, &wrong] {
+        assert!(!r.log().contains(PASSWORD), "{}", r.log());
+        assert!(!body.to_string().contains(PASSWORD), "{body}");
     }
 }

@@ -14,10 +14,16 @@ pub struct Redis {
     child: Option<Child>,
     port: u16,
     dir: tempfile::TempDir,
+    args: Vec<String>,
 }
 
 impl Redis {
     pub fn start() -> Redis {
+        Redis::start_with(&[])
+    }
+
+    /// [`Redis::start`] with more arguments to `redis-server`.
+    pub fn start_with(args: &[&str]) -> Redis {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -27,6 +33,7 @@ impl Redis {
             child: None,
             port,
             dir: tempfile::tempdir().unwrap(),
+            args: args.iter().map(|a| a.to_string()).collect(),
         };
         r.restart();
         r
@@ -40,6 +47,7 @@ impl Redis {
             .args(["--save", "", "--appendonly", "no", "--protected-mode", "no"])
             .arg("--dir")
             .arg(self.dir.path())
+            .args(&self.args)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -48,7 +56,8 @@ impl Redis {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             if let Ok(pong) = self.command("PING") {
-                if pong.starts_with("+PONG") {
+                // A Redis with a password answers, but only NOAUTH.
+                if pong.starts_with("+PONG") || pong.starts_with("-NOAUTH") {
                     return;
                 }
             }
@@ -62,6 +71,10 @@ impl Redis {
             let _ = c.kill();
             let _ = c.wait();
         }
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
     }
 
     pub fn url(&self) -> String {

@@ -52,6 +52,10 @@ struct Sealed {
     a: String,
     /// When it expires, Unix seconds (also inside the seal's own TTL).
     e: u64,
+    /// When it was issued, Unix milliseconds (0 in a state sealed before
+    /// there was this field: then `e` less the TTL).
+    #[serde(default)]
+    i: u64,
 }
 
 /// The call an approval is about: who, which tool as pinned, which
@@ -188,6 +192,7 @@ impl ApprovalStates {
             d: b.definition.clone(),
             a: b.arguments.clone(),
             e: now_secs() + self.ttl.as_secs(),
+            i: now_millis(),
         };
         self.codec
             .seal_json_with(&sealed, &SealOptions::new().ttl(self.ttl))
@@ -232,8 +237,11 @@ impl ApprovalStates {
                     .map_err(|e| StateRefusal::Store(e.to_string()))?
             }
             Used::Shared(shared) => {
-                let issued = sealed.e.saturating_sub(self.ttl.as_secs());
-                match shared.mark_used(&sealed.n, issued, sealed.e).await {
+                let issued_ms = match sealed.i {
+                    0 => sealed.e.saturating_sub(self.ttl.as_secs()) * 1000,
+                    ms => ms,
+                };
+                match shared.mark_used(&sealed.n, issued_ms, sealed.e).await {
                     Ok(Redeemed::First) => Ok(()),
                     Ok(Redeemed::Replayed) => Err(StateRefusal::Replayed),
                     Ok(Redeemed::Forgotten) => Err(StateRefusal::Forgotten),
@@ -242,6 +250,12 @@ impl ApprovalStates {
             }
         }
     }
+}
+
+fn now_millis() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 fn now_secs() -> u64 {

@@ -169,17 +169,17 @@ impl SharedState {
         self.redis.is_some() || !self.lock_revoked().is_empty()
     }
 
-    /// Records that the approval state `nonce`, issued at `issued` and
-    /// valid until `expires` (Unix seconds), is used. Only on Redis (the
-    /// local store is the SQLite file).
+    /// Records that the approval state `nonce`, issued at `issued_ms` (Unix
+    /// milliseconds) and valid until `expires` (Unix seconds), is used.
+    /// Only on Redis (the local store is the SQLite file).
     pub(crate) async fn mark_used(
         &self,
         nonce: &str,
-        issued: u64,
+        issued_ms: u64,
         expires: u64,
     ) -> Result<Redeemed, SharedError> {
         match &self.redis {
-            Some(r) => r.mark_used(nonce, issued, expires).await,
+            Some(r) => r.mark_used(nonce, issued_ms, expires).await,
             None => Err(SharedError::Config(
                 "no shared state: used approval states are in the SQLite file".into(),
             )),

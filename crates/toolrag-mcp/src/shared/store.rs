@@ -38,15 +38,16 @@ return 0
 ";
 
 /// Records a used approval state: `KEYS[1]` the state's key, `KEYS[2]` the
-/// time (Redis's, Unix seconds) since which this Redis remembers used
-/// states; `ARGV[1]` when the state expires, `ARGV[2]` when it was issued.
-/// Answers 1 for a first use, 0 for a replay, -1 for a state issued before
-/// this Redis began remembering (it restarted empty, say): whether it was
-/// used before cannot be told.
+/// time (Redis's, Unix milliseconds) since which this Redis remembers used
+/// states; `ARGV[1]` when the state expires (Unix seconds), `ARGV[2]` when
+/// it was issued (Unix milliseconds). Answers 1 for a first use, 0 for a
+/// replay, -1 for a state issued before this Redis began remembering (it
+/// restarted empty, say): whether it was used before cannot be told.
 const MARK_USED: &str = r"
 local since = redis.call('GET', KEYS[2])
 if not since then
-  since = redis.call('TIME')[1]
+  local t = redis.call('TIME')
+  since = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
   redis.call('SET', KEYS[2], since)
 end
 if tonumber(ARGV[2]) < tonumber(since) then
@@ -59,9 +60,11 @@ return 0
 ";
 
 /// `PING`, that also marks when this Redis began remembering used states
-/// (the first contact after it started empty).
+/// (the first contact after it started empty), Unix milliseconds.
 const PING: &str = r"
-redis.call('SET', KEYS[1], redis.call('TIME')[1], 'NX')
+local t = redis.call('TIME')
+local now = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+redis.call('SET', KEYS[1], now, 'NX')
 return redis.call('PING')['ok']
 ";
 
@@ -175,14 +178,14 @@ impl RedisState {
         }
     }
 
-    /// Records the use of the approval state `nonce`, issued at `issued`
-    /// and valid until `expires` (Unix seconds), as a key that expires with
-    /// it (`SET NX EXAT`, in a script that first checks that this Redis
-    /// remembers back to `issued`).
+    /// Records the use of the approval state `nonce`, issued at `issued_ms`
+    /// (Unix milliseconds) and valid until `expires` (Unix seconds), as a
+    /// key that expires with it (`SET NX EXAT`, in a script that first
+    /// checks that this Redis remembers back to `issued_ms`).
     pub(super) async fn mark_used(
         &self,
         nonce: &str,
-        issued: u64,
+        issued_ms: u64,
         expires: u64,
     ) -> Result<super::Redeemed, SharedError> {
         let mut conn = self.conn.clone();
@@ -190,7 +193,7 @@ impl RedisState {
         invocation
             .key(format!("{}since", self.prefix))
             .arg(expires.saturating_add(1))
-            .arg(issued);
+            .arg(issued_ms);
         let answer: i64 = self.call(invocation.invoke_async(&mut conn)).await?;
         Ok(match answer {
             1 => super::Redeemed::First,
