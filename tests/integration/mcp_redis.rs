@@ -553,3 +553,38 @@ fn a_password_from_the_environment_or_the_url_is_used_and_never_logged() {
         assert!(!body.to_string().contains(PASSWORD), "{body}");
     }
 }
+
+/// A Redis that accepts connections and never answers (dropped packets, a
+/// hung server) costs one call its deadline; for the next half second
+/// calls fail at once instead, so it does not add the deadline to every
+/// request. Readiness still asks, and says why.
+#[test]
+fn a_silent_redis_costs_one_deadline_then_fails_at_once() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let mut settings = toolrag::config::GatewayConfig::default();
+    settings.state = Some(toolrag::mcp::settings::StateUrl::new(format!(
+        "redis://127.0.0.1:{port}/0"
+    )));
+    settings.state_timeout_seconds = 0.3;
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let shared = settings.shared_state().unwrap();
+        let hash = toolrag::mcp::shared::token_sha256(ALICE);
+        let t = Instant::now();
+        assert!(!shared.is_revoked(&hash).await, "unknown, so not revoked");
+        let first = t.elapsed();
+        assert!(
+            first >= Duration::from_millis(250) && first < Duration::from_secs(2),
+            "{first:?}"
+        );
+        let t = Instant::now();
+        assert!(!shared.is_revoked(&hash).await);
+        assert!(t.elapsed() < Duration::from_millis(100), "{:?}", t.elapsed());
+        let t = Instant::now();
+        let e = shared.ready().await.unwrap_err().to_string();
+        assert!(e.starts_with("redis unreachable"), "{e}");
+        assert!(t.elapsed() >= Duration::from_millis(250), "readiness asks");
+    });
+    drop(silent);
+}

@@ -4,7 +4,9 @@
 
 use std::future::Future;
 use std::num::NonZeroU32;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Client, IntoConnectionInfo, RedisResult, Script};
@@ -68,6 +70,12 @@ redis.call('SET', KEYS[1], now, 'NX')
 return redis.call('PING')['ok']
 ";
 
+/// After a failed call, how long the next ones fail at once instead of
+/// waiting for their deadline: a Redis whose packets are dropped must not
+/// add a second to every search (the revocation check and the request
+/// limit ask it on every request).
+const BREAK: Duration = Duration::from_millis(500);
+
 /// The shared state on one Redis.
 pub struct RedisState {
     conn: ConnectionManager,
@@ -78,6 +86,11 @@ pub struct RedisState {
     gcra: Script,
     mark_used: Script,
     ping: Script,
+    /// The clock of `broken_until`.
+    started: Instant,
+    /// Until when (ms since `started`) calls fail at once, and why.
+    broken_until: AtomicU64,
+    broken: Mutex<String>,
 }
 
 impl std::fmt::Debug for RedisState {
@@ -149,20 +162,41 @@ impl RedisState {
             gcra: Script::new(GCRA),
             mark_used: Script::new(MARK_USED),
             ping: Script::new(PING),
+            started: Instant::now(),
+            broken_until: AtomicU64::new(0),
+            broken: Mutex::new(String::new()),
         })
     }
 
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
     /// Runs `op` with the deadline; a late or failed answer is
-    /// [`SharedError::Unreachable`].
+    /// [`SharedError::Unreachable`], and so is any call for [`BREAK`] after
+    /// one, without asking Redis.
     async fn call<T>(&self, op: impl Future<Output = RedisResult<T>>) -> Result<T, SharedError> {
-        match tokio::time::timeout(self.timeout, op).await {
-            Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => Err(SharedError::Unreachable(e.to_string())),
-            Err(_) => Err(SharedError::Unreachable(format!(
-                "no answer within {} ms",
-                self.timeout.as_millis()
-            ))),
+        if self.now_ms() < self.broken_until.load(Ordering::Relaxed) {
+            let why = self.broken.lock().map(|w| w.clone()).unwrap_or_default();
+            return Err(SharedError::Unreachable(why));
         }
+        self.probe(op).await
+    }
+
+    /// Runs `op` with the deadline, whether or not the last call failed;
+    /// a failure makes the next calls fail at once for [`BREAK`].
+    async fn probe<T>(&self, op: impl Future<Output = RedisResult<T>>) -> Result<T, SharedError> {
+        let why = match tokio::time::timeout(self.timeout, op).await {
+            Ok(Ok(v)) => return Ok(v),
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => format!("no answer within {} ms", self.timeout.as_millis()),
+        };
+        if let Ok(mut w) = self.broken.lock() {
+            w.clone_from(&why);
+        }
+        let until = self.now_ms().saturating_add(BREAK.as_millis() as u64);
+        self.broken_until.store(until, Ordering::Relaxed);
+        Err(SharedError::Unreachable(why))
     }
 
     /// `PING` (a script that also marks the start of the memory of used
@@ -170,7 +204,9 @@ impl RedisState {
     pub(super) async fn ping(&self) -> Result<(), SharedError> {
         let mut conn = self.conn.clone();
         let invocation = self.ping.key(format!("{}since", self.prefix));
-        let pong: String = self.call(invocation.invoke_async(&mut conn)).await?;
+        // A probe: readiness asks Redis itself, even right after a failure.
+        let pong: String = self.probe(invocation.invoke_async(&mut conn)).await?;
+        self.broken_until.store(0, Ordering::Relaxed);
         if pong == "PONG" {
             Ok(())
         } else {
