@@ -26,6 +26,7 @@ mod mcp_gateway;
 mod mcp_http;
 mod mcp_import;
 mod mcp_redis;
+mod mcp_redis_tls;
 mod mcp_sessions;
 mod names;
 mod openapi_client;

@@ -63,7 +63,7 @@ for line in sys.stdin:
 "#;
 
 /// A gateway replica in a folder of its own, killed on drop.
-struct Replica {
+pub(crate) struct Replica {
     child: Child,
     addr: String,
     dir: tempfile::TempDir,
@@ -79,7 +79,12 @@ impl Replica {
 
     /// A replica whose `[gateway] state` is `url`, with more command-line
     /// arguments and environment variables.
-    fn start_with(url: &str, extra: &str, args: &[&str], env: &[(&str, &str)]) -> Replica {
+    pub(crate) fn start_with(
+        url: &str,
+        extra: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Replica {
         let dir = tempfile::tempdir().unwrap();
         let path = |name: &str| dir.path().join(name);
         std::fs::write(path("upstream.py"), UPSTREAM).unwrap();
@@ -137,7 +142,7 @@ impl Replica {
         }
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         self.log.lock().unwrap().clone()
     }
 
@@ -206,7 +211,7 @@ impl Replica {
     }
 
     /// Asks for the approval of deleting `title`: the sealed state.
-    fn ask(&self, title: &str) -> String {
+    pub(crate) fn ask(&self, title: &str) -> String {
         let r = self.call("delete_note", title, json!({}));
         assert_eq!(r["resultType"], "input_required", "{r}");
         r["requestState"]
@@ -216,7 +221,7 @@ impl Replica {
     }
 
     /// Answers an approval with `state`: the call's result.
-    fn answer(&self, title: &str, state: &str) -> Value {
+    pub(crate) fn answer(&self, title: &str, state: &str) -> Value {
         let answer = json!({"action": "accept", "content": {"decision": "approve"}});
         self.call(
             "delete_note",
@@ -229,13 +234,13 @@ impl Replica {
         self.tool(ALICE, "search_tools", json!({"query": query}), json!({}))
     }
 
-    fn readyz(&self) -> (u16, Value) {
+    pub(crate) fn readyz(&self) -> (u16, Value) {
         let (status, body) = self.http("GET", "/readyz", ALICE, None);
         (status, serde_json::from_str(&body).unwrap_or(Value::Null))
     }
 
     /// The upstream calls this replica made.
-    fn calls(&self) -> Vec<Value> {
+    pub(crate) fn calls(&self) -> Vec<Value> {
         lines(&self.dir.path().join("calls.jsonl"))
     }
 
@@ -267,12 +272,12 @@ fn text(result: &Value) -> String {
         .to_string()
 }
 
-fn is_error(result: &Value) -> bool {
+pub(crate) fn is_error(result: &Value) -> bool {
     result["isError"] == true
 }
 
 /// The calls of `tool` both replicas made.
-fn runs(replicas: &[&Replica], tool: &str) -> usize {
+pub(crate) fn runs(replicas: &[&Replica], tool: &str) -> usize {
     replicas
         .iter()
         .flat_map(|r| r.calls())
@@ -281,7 +286,7 @@ fn runs(replicas: &[&Replica], tool: &str) -> usize {
 }
 
 /// Waits up to `secs` for `cond`.
-fn eventually(secs: u64, what: &str, cond: impl Fn() -> bool) {
+pub(crate) fn eventually(secs: u64, what: &str, cond: impl Fn() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(secs);
     while !cond() {
         assert!(Instant::now() < deadline, "{what}");
@@ -580,7 +585,11 @@ fn a_silent_redis_costs_one_deadline_then_fails_at_once() {
         );
         let t = Instant::now();
         assert!(!shared.is_revoked(&hash).await);
-        assert!(t.elapsed() < Duration::from_millis(100), "{:?}", t.elapsed());
+        assert!(
+            t.elapsed() < Duration::from_millis(100),
+            "{:?}",
+            t.elapsed()
+        );
         let t = Instant::now();
         let e = shared.ready().await.unwrap_err().to_string();
         assert!(e.starts_with("redis unreachable"), "{e}");
