@@ -142,6 +142,8 @@ impl SharedState {
     /// remembers the revocations it made or saw): the token files stay the
     /// first line, and search keeps working.
     pub async fn is_revoked(&self, token_sha256: &str) -> bool {
+        let lower = token_sha256.to_ascii_lowercase();
+        let token_sha256 = lower.as_str();
         if self.known_revoked(token_sha256) {
             return true;
         }
@@ -308,6 +310,7 @@ mod tests {
             .unwrap();
         assert!(s.checks_revocation());
         assert!(s.is_revoked(&hash).await);
+        assert!(s.is_revoked(&hash.to_uppercase()).await);
         assert!(!s.is_revoked(&token_sha256("bob-token")).await);
         tokio::time::sleep(Duration::from_millis(400)).await;
         assert!(!s.is_revoked(&hash).await, "past its TTL");
