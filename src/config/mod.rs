@@ -47,6 +47,10 @@
 //! max-sessions = 10000                 # `--http`: 2025-11-25 sessions open at once; then 503
 //! max-sessions-per-principal = 100     # each principal's; then 429
 //! session-idle-seconds = 1800.0        # a session idle this long is closed
+//! state = "redis://redis:6379/0"       # replicas share approvals, budgets, revocations (rediss:// for TLS)
+//! state-password-env = "REDIS_PASSWORD" # the Redis password, from the environment
+//! state-prefix = "toolrag:"            # of every Redis key
+//! state-timeout-seconds = 1.0          # each Redis call; past it, Redis is unreachable
 //!
 //! [[gateway.policy]]                   # who may see and call what (none: everyone, everything)
 //! principals = ["bob", "group:support"] # token names, subjects, client ids, group:<claim value>

@@ -248,7 +248,37 @@ fn the_gateway_table_is_read_and_checked() {
     full.key_file = Some("c".into());
     full.approvals_db = Some("d".into());
     full.usage_log = Some("e".into());
+    full.state = Some(crate::mcp::settings::StateUrl::new("redis://r:6379/0"));
+    full.state_password_env = Some("F".into());
     assert_eq!(keys(serde_json::to_value(full).unwrap()), want);
+}
+
+/// `[gateway] state` takes a Redis URL; anything else is refused naming
+/// the setting, and the password never shows in a message or in `Debug`.
+#[test]
+fn the_shared_state_url_is_read_and_checked() {
+    let c = Config::parse(
+        "[gateway]\nstate = \"rediss://gw:s3cret@redis.internal:6380/2\"\nstate-prefix = \"prod:\"\n",
+    )
+    .unwrap();
+    let url = c.gateway.state.as_ref().unwrap();
+    assert!(url.is_tls());
+    assert_eq!(url.redacted(), "rediss://gw:***@redis.internal:6380/2");
+    assert!(!format!("{:?}", c.gateway).contains("s3cret"));
+    assert_eq!(c.gateway.state_prefix, "prod:");
+    assert_eq!(c.gateway.state_timeout_seconds, 1.0);
+    for (text, key) in [
+        ("state = \"http://:pw-is-hidden@h:1/0\"", "gateway.state"),
+        ("state = \"redis://\"", "gateway.state"),
+        ("state = \"redis://h:notaport/0\"", "gateway.state"),
+        ("state-prefix = \"\"", "gateway.state-prefix"),
+        ("state-timeout-seconds = 0", "gateway.state-timeout-seconds"),
+        ("state-password-env = \"\"", "gateway.state-password-env"),
+    ] {
+        let e = err(&format!("[gateway]\n{text}\n"));
+        assert_eq!(e.key.as_deref(), Some(key), "{text}: {e}");
+        assert!(!e.to_string().contains("pw-is-hidden"), "{e}");
+    }
 }
 
 #[test]

@@ -207,7 +207,6 @@ pub fn candidate(tool: &ToolDef) -> Candidate {
     }
 }
 
-
 /// The suggested decision for the plan model: the contract's two, so a
 /// match on it is exhaustive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

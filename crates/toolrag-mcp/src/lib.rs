@@ -32,6 +32,7 @@ pub mod lists;
 pub mod policy;
 pub mod sessions;
 pub mod settings;
+pub mod shared;
 pub mod streamable_http;
 mod telemetry;
 pub mod upstream;

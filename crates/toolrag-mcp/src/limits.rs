@@ -1,5 +1,7 @@
 //! Rate limits: token buckets per principal (the HTTP front end) and per
-//! principal and tool (`[gateway.tool-calls-per-minute]`), on `governor`.
+//! principal and tool (`[gateway.tool-calls-per-minute]`), on `governor`,
+//! or, with `[gateway] state` on Redis, one budget across the replicas
+//! ([`crate::shared`]).
 
 use std::collections::BTreeMap;
 use std::num::NonZeroU32;
@@ -9,14 +11,37 @@ use globset::GlobMatcher;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
+use crate::shared::SharedState;
 use toolrag_core::error::Result;
 use toolrag_core::settings::invalid;
+
+/// What shared buckets do when the shared state cannot be reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OnOutage {
+    /// Count in this replica's own bucket (N replicas then allow up to N
+    /// times the budget while the outage lasts).
+    Local,
+    /// Refuse the call (fail closed).
+    Refuse,
+}
+
+/// Why a bucket let a call not go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// The bucket is empty: the wait until the next token.
+    Wait(Duration),
+    /// The shared state cannot be reached, and the buckets fail closed.
+    Unavailable(String),
+}
 
 /// A bucket per key that holds `per_minute` tokens and refills them over a
 /// minute; over it, the wait until the next token.
 pub struct Buckets {
     per_minute: u32,
     limiter: DefaultKeyedRateLimiter<String>,
+    shared: Option<(SharedState, String, OnOutage)>,
 }
 
 impl std::fmt::Debug for Buckets {
@@ -33,7 +58,17 @@ impl Buckets {
         Buckets {
             per_minute: per_minute.get(),
             limiter: RateLimiter::keyed(Quota::per_minute(per_minute)),
+            shared: None,
         }
+    }
+
+    /// The same buckets counted in `shared` (when it is on Redis) under
+    /// the name `name`, doing `outage` when it cannot be reached.
+    pub fn shared(mut self, shared: &SharedState, name: &str, outage: OnOutage) -> Buckets {
+        if shared.is_shared() {
+            self.shared = Some((shared.clone(), name.to_string(), outage));
+        }
+        self
     }
 
     /// The limit, calls a minute.
@@ -41,9 +76,29 @@ impl Buckets {
         self.per_minute
     }
 
-    /// Takes a token from `key`'s bucket, or says how long until one is
-    /// there.
-    pub fn take(&self, key: &str) -> std::result::Result<(), Duration> {
+    /// Takes a token from `key`'s bucket (the shared one, when there is
+    /// one), or says why not.
+    pub async fn take(&self, key: &str) -> std::result::Result<(), Refusal> {
+        let Some((shared, name, outage)) = &self.shared else {
+            return self.take_local(key).map_err(Refusal::Wait);
+        };
+        let per_minute = NonZeroU32::new(self.per_minute).unwrap_or(NonZeroU32::MIN);
+        match shared.take(&format!("{name}\u{0}{key}"), per_minute).await {
+            Ok(taken) => taken.map_err(Refusal::Wait),
+            Err(e) => match outage {
+                OnOutage::Local => {
+                    crate::shared::warn_outage(&format!(
+                        "a rate limit is counted on this replica only: {e}"
+                    ));
+                    self.take_local(key).map_err(Refusal::Wait)
+                }
+                OnOutage::Refuse => Err(Refusal::Unavailable(e.to_string())),
+            },
+        }
+    }
+
+    /// Takes a token from this process's bucket of `key`.
+    fn take_local(&self, key: &str) -> std::result::Result<(), Duration> {
         // Forget idle buckets now and then, so that many principals cannot
         // grow the map without bound.
         if self.limiter.len() > 10_000 {
@@ -80,24 +135,58 @@ impl ToolLimits {
         Ok(ToolLimits { entries })
     }
 
+    /// The same table counted in `shared` when it is on Redis: one budget
+    /// across the replicas, and calls refused when Redis cannot be reached
+    /// (a budget on acts is not lifted by an outage).
+    pub fn shared(mut self, shared: &SharedState) -> ToolLimits {
+        self.entries = self
+            .entries
+            .into_iter()
+            .map(|(pattern, matcher, buckets)| {
+                let name = format!("tool\u{0}{pattern}");
+                let buckets = buckets.shared(shared, &name, OnOutage::Refuse);
+                (pattern, matcher, buckets)
+            })
+            .collect();
+        self
+    }
+
     /// Takes a token for a call of `tool` by `principal` from every bucket
-    /// that applies; when one is empty, the message to give and the wait.
-    pub fn take(&self, principal: &str, tool: &str) -> std::result::Result<(), (String, Duration)> {
+    /// that applies; when one is empty, or cannot be counted, the message
+    /// to give and the wait.
+    pub async fn take(
+        &self,
+        principal: &str,
+        tool: &str,
+    ) -> std::result::Result<(), (String, Duration)> {
         for (pattern, matcher, buckets) in &self.entries {
             if !matcher.is_match(tool) {
                 continue;
             }
-            if let Err(wait) = buckets.take(&format!("{principal}\u{0}{tool}")) {
-                let secs = wait.as_secs_f64().ceil().max(1.0);
-                return Err((
-                    format!(
-                        "rate limit: at most {} calls a minute of `{tool}` per caller \
-                         ([gateway.tool-calls-per-minute] \"{pattern}\"); the call was not made. \
-                         Try again in {secs} s.",
-                        buckets.limit()
-                    ),
-                    wait,
-                ));
+            let limit = buckets.limit();
+            match buckets.take(&format!("{principal}\u{0}{tool}")).await {
+                Ok(()) => {}
+                Err(Refusal::Wait(wait)) => {
+                    let secs = wait.as_secs_f64().ceil().max(1.0);
+                    return Err((
+                        format!(
+                            "rate limit: at most {limit} calls a minute of `{tool}` per caller \
+                             ([gateway.tool-calls-per-minute] \"{pattern}\"); the call was not \
+                             made. Try again in {secs} s."
+                        ),
+                        wait,
+                    ));
+                }
+                Err(Refusal::Unavailable(why)) => {
+                    return Err((
+                        format!(
+                            "`{tool}` has a rate limit ([gateway.tool-calls-per-minute] \
+                             \"{pattern}\") that the gateway cannot count now ({why}), so the \
+                             call was not made. Try again shortly."
+                        ),
+                        Duration::from_secs(1),
+                    ));
+                }
             }
         }
         Ok(())
@@ -108,21 +197,23 @@ impl ToolLimits {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_bucket_per_principal_and_tool() {
+    #[tokio::test]
+    async fn a_bucket_per_principal_and_tool() {
         let table = BTreeMap::from([("shop/refund".to_string(), 2)]);
-        let l = ToolLimits::compile(&table).unwrap();
-        assert!(l.take("bob", "shop/refund").is_ok());
-        assert!(l.take("bob", "shop/refund").is_ok());
-        let (message, wait) = l.take("bob", "shop/refund").unwrap_err();
+        let l = ToolLimits::compile(&table)
+            .unwrap()
+            .shared(&SharedState::local());
+        assert!(l.take("bob", "shop/refund").await.is_ok());
+        assert!(l.take("bob", "shop/refund").await.is_ok());
+        let (message, wait) = l.take("bob", "shop/refund").await.unwrap_err();
         assert!(message.contains("at most 2 calls a minute"), "{message}");
         assert!(wait > Duration::from_secs(1) && wait <= Duration::from_secs(30));
         assert!(
-            l.take("alice", "shop/refund").is_ok(),
+            l.take("alice", "shop/refund").await.is_ok(),
             "alice has her own bucket"
         );
         assert!(
-            l.take("bob", "shop/list").is_ok(),
+            l.take("bob", "shop/list").await.is_ok(),
             "another tool is not limited"
         );
     }

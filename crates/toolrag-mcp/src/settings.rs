@@ -5,6 +5,9 @@ use std::path::PathBuf;
 use toolrag_core::error::Result;
 use toolrag_core::settings::invalid;
 
+pub use crate::shared::StateUrl;
+use crate::shared::{SharedError, SharedState};
+
 /// What the gateway does with a tool result that addresses the model
 /// (instructions to it, invisible Unicode, URLs to send data to).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -92,6 +95,20 @@ pub struct GatewayConfig {
     /// A session with no request in flight (and no stream open) for this
     /// many seconds is closed.
     pub session_idle_seconds: f64,
+    /// Where replicas share their state (used approval states, rate-limit
+    /// budgets, revoked tokens): `redis://[user:password@]HOST:PORT/DB`, or
+    /// `rediss://` for TLS. None (the default): the SQLite file
+    /// `approvals-db` and each process's own buckets, for one host.
+    pub state: Option<StateUrl>,
+    /// The environment variable that holds the Redis password, so that it
+    /// need not be written in the file (not with a password in `state`).
+    pub state_password_env: Option<String>,
+    /// The prefix of every Redis key, so that deployments sharing a Redis
+    /// do not collide.
+    pub state_prefix: String,
+    /// How long a Redis call may take, in seconds; past it, Redis counts
+    /// as unreachable for that call.
+    pub state_timeout_seconds: f64,
 }
 
 impl Default for GatewayConfig {
@@ -116,6 +133,10 @@ impl Default for GatewayConfig {
             max_sessions: crate::sessions::SessionLimits::DEFAULT_MAX_TOTAL,
             max_sessions_per_principal: crate::sessions::SessionLimits::DEFAULT_MAX_PER_PRINCIPAL,
             session_idle_seconds: crate::sessions::SessionLimits::DEFAULT_IDLE.as_secs_f64(),
+            state: None,
+            state_password_env: None,
+            state_prefix: "toolrag:".into(),
+            state_timeout_seconds: 1.0,
         }
     }
 }
@@ -190,6 +211,7 @@ impl GatewayConfig {
             ));
         }
         self.validate_sessions()?;
+        self.validate_state()?;
         crate::policy::Policy::compile(&self.policy)?;
         crate::limits::ToolLimits::compile(&self.tool_calls_per_minute)?;
         Ok(())
@@ -222,6 +244,78 @@ impl GatewayConfig {
             ));
         }
         Ok(())
+    }
+
+    fn validate_state(&self) -> Result<()> {
+        if let Some(url) = &self.state {
+            let text = url.as_str();
+            let scheme_ok = text.starts_with("redis://") || text.starts_with("rediss://");
+            let host = text
+                .split_once("://")
+                .map(|(_, rest)| rest.split(['/', '?']).next().unwrap_or(""))
+                .map(|a| a.rsplit_once('@').map_or(a, |(_, h)| h))
+                .unwrap_or("");
+            if !scheme_ok || host.is_empty() {
+                return Err(invalid(
+                    "gateway.state",
+                    format!(
+                        "`gateway.state` must be a Redis URL, `redis://HOST:PORT/DB` or \
+                         `rediss://HOST:PORT/DB` (TLS), not `{}`",
+                        url.redacted()
+                    ),
+                ));
+            }
+            if let Err(e) = redis::IntoConnectionInfo::into_connection_info(text) {
+                return Err(invalid(
+                    "gateway.state",
+                    format!(
+                        "`gateway.state` `{}` is not a Redis URL: {e}",
+                        url.redacted()
+                    ),
+                ));
+            }
+        }
+        if let Some(name) = &self.state_password_env {
+            if name.is_empty() || name.contains(['=', '\0']) {
+                return Err(invalid(
+                    "gateway.state-password-env",
+                    format!("`gateway.state-password-env` must name an environment variable, not `{name}`"),
+                ));
+            }
+        }
+        let p = &self.state_prefix;
+        if p.is_empty() || p.len() > 64 || p.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(invalid(
+                "gateway.state-prefix",
+                format!(
+                    "`gateway.state-prefix` must be 1 to 64 characters without spaces, not `{p}`"
+                ),
+            ));
+        }
+        let t = self.state_timeout_seconds;
+        if !(t.is_finite() && (0.01..=60.0).contains(&t)) {
+            return Err(invalid(
+                "gateway.state-timeout-seconds",
+                format!("`gateway.state-timeout-seconds` must be 0.01 to 60, not {t}"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The shared state these settings ask for: on Redis when `state` is
+    /// set (connected lazily, so a Redis that is down makes the gateway
+    /// degraded, not unable to start), local otherwise. Must run inside a
+    /// Tokio runtime.
+    pub fn shared_state(&self) -> std::result::Result<SharedState, SharedError> {
+        match &self.state {
+            None => Ok(SharedState::local()),
+            Some(url) => SharedState::connect(
+                url,
+                self.state_password_env.as_deref(),
+                &self.state_prefix,
+                std::time::Duration::from_secs_f64(self.state_timeout_seconds),
+            ),
+        }
     }
 
     /// The caps and idle time of streamable-HTTP sessions.

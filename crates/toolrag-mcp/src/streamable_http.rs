@@ -26,6 +26,10 @@
 //! - **JSON-RPC answers** where rmcp answers in plain text, `204` to a
 //!   DELETE, and a `-32601` that names the method and the protocol version
 //!   ([`crate::conformance`]);
+//! - **shared state** ([`crate::shared`], `[gateway] state`): the request
+//!   limit counted across replicas, revoked tokens refused (`401`) even
+//!   when a replica's token file still has them, and `/readyz` (200, or
+//!   503 when Redis cannot be reached) beside `/healthz`;
 //! - **shutdown**: when `shutdown` resolves, no new connection is taken;
 //!   calls in flight have [`HttpOptions::grace`] to finish, then they and
 //!   the open streams are cancelled (a call cut so gets a JSON-RPC error
@@ -47,8 +51,9 @@ use rmcp::{RoleServer, ServerHandler};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::limits::Buckets;
+use crate::limits::{Buckets, OnOutage, Refusal};
 use crate::sessions::{ForeignSessionHook, SessionLimits, Sessions};
+use crate::shared::SharedState;
 use toolrag_auth::{AuthError, Authenticator, Principal};
 
 /// The MCP endpoint's path.
@@ -97,6 +102,11 @@ pub struct HttpOptions {
     /// Told of every request refused because its session belongs to
     /// another principal (the gateway audits them).
     pub on_foreign_session: Option<ForeignSessionHook>,
+    /// The state shared with other replicas (`[gateway] state`): the
+    /// request limit is counted there (falling back to this replica's own
+    /// bucket when it cannot be reached, so that search keeps working),
+    /// revoked tokens are checked there, and `/readyz` reports on it.
+    pub shared: SharedState,
 }
 
 impl Default for HttpOptions {
@@ -112,6 +122,7 @@ impl Default for HttpOptions {
             requests_per_minute: None,
             sessions: SessionLimits::default(),
             on_foreign_session: None,
+            shared: SharedState::local(),
         }
     }
 }
@@ -122,6 +133,7 @@ struct Front {
     metadata_url: String,
     metadata: Option<Arc<serde_json::Value>>,
     buckets: Option<Arc<Buckets>>,
+    shared: SharedState,
 }
 
 /// Serves MCP on `listener` at [`ENDPOINT`], one handler from `factory` per
@@ -175,9 +187,10 @@ where
             .oauth
             .as_ref()
             .map(|o| Arc::new(o.protected_resource_metadata())),
-        buckets: opts
-            .requests_per_minute
-            .map(|n| Arc::new(Buckets::per_minute(n))),
+        buckets: opts.requests_per_minute.map(|n| {
+            Arc::new(Buckets::per_minute(n).shared(&opts.shared, "http", OnOutage::Local))
+        }),
+        shared: opts.shared.clone(),
     };
     let app = Router::new()
         .route_service(ENDPOINT, mcp)
@@ -199,6 +212,7 @@ where
         .route(METADATA_PATH, get(metadata))
         .route(METADATA_ROOT, get(metadata))
         .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(ready))
         .with_state(front);
     let app = crate::edge::guard(app, &hosts);
     let grace = opts.grace;
@@ -244,6 +258,19 @@ async fn metadata(State(front): State<Front>) -> Response {
     }
 }
 
+/// `/readyz`: 200 `{"status":"ready"}` when the shared state answers (or
+/// is local), else 503 `{"status":"degraded","state":"…"}`.
+async fn ready(State(front): State<Front>) -> Response {
+    match front.shared.ready().await {
+        Ok(()) => Json(serde_json::json!({"status": "ready"})).into_response(),
+        Err(e) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(serde_json::json!({"status": "degraded", "state": e.to_string()})),
+        )
+            .into_response(),
+    }
+}
+
 async fn authenticate(State(front): State<Front>, mut req: Request, next: Next) -> Response {
     let principal = if front.auth.is_configured() {
         let given = req
@@ -251,7 +278,13 @@ async fn authenticate(State(front): State<Front>, mut req: Request, next: Next) 
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok());
         match front.auth.authenticate(given).await {
-            Ok(p) => p,
+            Ok(p) => {
+                if let Err(e) = not_revoked(&front.shared, given).await {
+                    tracing::info!(principal = %p.name, "refused a request: {e}");
+                    return challenge(&front, &e);
+                }
+                p
+            }
             Err(e) => {
                 tracing::info!("refused a request: {e}");
                 return challenge(&front, &e);
@@ -261,13 +294,34 @@ async fn authenticate(State(front): State<Front>, mut req: Request, next: Next) 
         Principal::local()
     };
     if let Some(buckets) = &front.buckets {
-        if let Err(wait) = buckets.take(&principal.key()) {
-            return too_many(&principal, buckets.limit(), wait);
+        match buckets.take(&principal.key()).await {
+            Ok(()) => {}
+            Err(Refusal::Wait(wait)) => return too_many(&principal, buckets.limit(), wait),
+            // The front end's buckets fall back to local ones; were that
+            // ever changed, a second is the wait.
+            Err(Refusal::Unavailable(_)) => {
+                return too_many(&principal, buckets.limit(), Duration::from_secs(1))
+            }
         }
     }
     tracing::debug!(principal = %principal.name, "authenticated");
     req.extensions_mut().insert(principal);
     next.run(req).await
+}
+
+/// Refuses a bearer token that was revoked in the shared state
+/// ([`SharedState::revoke`]), by the SHA-256 that token files write.
+async fn not_revoked(shared: &SharedState, authorization: Option<&str>) -> Result<(), AuthError> {
+    if !shared.checks_revocation() {
+        return Ok(());
+    }
+    let Ok(token) = toolrag_auth::bearer_token(authorization) else {
+        return Ok(());
+    };
+    if shared.is_revoked(&crate::shared::token_sha256(token)).await {
+        return Err(AuthError::Invalid("the token was revoked".into()));
+    }
+    Ok(())
 }
 
 /// `429 Too Many Requests` with `Retry-After` (whole seconds, rounded up).

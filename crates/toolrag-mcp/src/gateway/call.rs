@@ -50,7 +50,7 @@ impl Gateway {
                 CallToolResponse::from(tool_error(message))
             }
         };
-        if let Err((message, _)) = self.limits.take(&caller.principal.key(), &id) {
+        if let Err((message, _)) = self.limits.take(&caller.principal.key(), &id).await {
             return refuse(Decision::Denied, DecidedBy::RateLimit, message).await;
         }
         if !entry.quarantine.is_empty() {

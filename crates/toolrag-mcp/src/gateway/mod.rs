@@ -127,8 +127,12 @@ pub struct GatewayOptions {
     pub audit_log: PathBuf,
     /// The key that seals approval states (created when missing, 0600).
     pub key_file: PathBuf,
-    /// The SQLite file of used approval states, shared by replicas.
+    /// The SQLite file of used approval states, shared by replicas on one
+    /// host (unused when `shared` is on Redis).
     pub approvals_db: PathBuf,
+    /// Where replicas share used approval states and rate-limit budgets
+    /// (`[gateway] state`); local by default.
+    pub shared: crate::shared::SharedState,
     /// The usage log that `toolrag learn` reads (unless `record-usage` is
     /// off).
     pub usage_log: PathBuf,
@@ -178,6 +182,7 @@ impl GatewayOptions {
                 .unwrap_or_else(|| index.join(toolrag_engine::learn::USAGE_FILE)),
             index,
             settings,
+            shared: crate::shared::SharedState::local(),
             search: SearchConfig::default(),
             pinned: Vec::new(),
             boosts: FieldBoosts::default(),
@@ -334,7 +339,8 @@ impl Gateway {
         let pins = PinLock::open(&opts.lock_file)?;
         let audit = AuditLog::open(&opts.audit_log)?;
         let policy = Policy::compile(&opts.settings.policy)?;
-        let limits = limits::ToolLimits::compile(&opts.settings.tool_calls_per_minute)?;
+        let limits =
+            limits::ToolLimits::compile(&opts.settings.tool_calls_per_minute)?.shared(&opts.shared);
         let usage = usage::Usage::open(&opts)?;
         let upstreams = config
             .servers
@@ -472,7 +478,12 @@ impl Gateway {
             return Ok(s);
         }
         let ttl = Duration::from_secs_f64(self.opts.settings.approval_ttl_seconds);
-        let opened = ApprovalStates::open(&self.opts.key_file, &self.opts.approvals_db, ttl)?;
+        let opened = ApprovalStates::open(
+            &self.opts.key_file,
+            &self.opts.approvals_db,
+            ttl,
+            &self.opts.shared,
+        )?;
         Ok(self.states.get_or_init(|| opened))
     }
 

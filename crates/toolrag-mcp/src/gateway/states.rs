@@ -13,10 +13,13 @@
 //!   call does not approve another, nor the same call after the tool's
 //!   definition changed;
 //! - **short-lived**: it expires (`[gateway] approval-ttl-seconds`);
-//! - **used once**: its nonce is recorded in a SQLite file when it is
-//!   redeemed, and a second redemption is refused. The file is shared by
-//!   every replica, as is the key file, so any replica can finish an
-//!   approval that another started, and none can be fooled by a replay.
+//! - **used once**: its nonce is recorded when it is redeemed, and a second
+//!   redemption is refused: in a SQLite file that the replicas of one host
+//!   share, or, with `[gateway] state` on Redis, as a key that expires
+//!   with the state (`SET NX EXAT`, atomic across replicas). The key file
+//!   is shared too, so any replica can finish an approval that another
+//!   started, and none can be fooled by a replay. When the store cannot be
+//!   reached, the approval is refused: a replay cannot be ruled out.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -27,6 +30,7 @@ use rusqlite::{Connection, ErrorCode};
 use serde::{Deserialize, Serialize};
 
 use super::GatewayError;
+use crate::shared::{Redeemed, SharedState};
 
 /// The key's size in bytes (HMAC-SHA256's block-size-independent minimum
 /// for full strength is 32).
@@ -48,6 +52,10 @@ struct Sealed {
     a: String,
     /// When it expires, Unix seconds (also inside the seal's own TTL).
     e: u64,
+    /// When it was issued, Unix milliseconds (0 in a state sealed before
+    /// there was this field: then `e` less the TTL).
+    #[serde(default)]
+    i: u64,
 }
 
 /// The call an approval is about: who, which tool as pinned, which
@@ -93,48 +101,84 @@ pub(super) enum StateRefusal {
         /// What differs, in words.
         what: &'static str,
     },
+    /// The memory of used states was reset after the state was issued
+    /// (Redis restarted empty), so a replay cannot be ruled out.
+    #[error(
+        "the gateway's memory of used approvals was reset after this approval was asked, so a \
+         replay cannot be ruled out; the call was not made. Call the tool again to ask for a new \
+         approval."
+    )]
+    Forgotten,
     /// The memory of used states cannot be read or written, so a replay
     /// cannot be ruled out.
     #[error("the gateway cannot record that this approval was used ({0}); the call was not made")]
     Store(String),
 }
 
+/// Where used states are remembered.
+enum Used {
+    /// A SQLite file (one host).
+    Sqlite {
+        conn: Arc<Mutex<Connection>>,
+        db: PathBuf,
+    },
+    /// The shared state on Redis.
+    Shared(SharedState),
+}
+
+impl std::fmt::Debug for Used {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Used::Sqlite { db, .. } => write!(f, "sqlite {}", db.display()),
+            Used::Shared(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
 /// Seals and redeems approval states.
 pub(super) struct ApprovalStates {
     codec: RequestStateCodec,
     ttl: Duration,
-    used: Arc<Mutex<Connection>>,
-    db: PathBuf,
+    used: Used,
 }
 
 impl std::fmt::Debug for ApprovalStates {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ApprovalStates")
             .field("ttl", &self.ttl)
-            .field("db", &self.db)
+            .field("used", &self.used)
             .finish_non_exhaustive()
     }
 }
 
 impl ApprovalStates {
     /// The key of `key_file` (created, 0600, when missing) and the store of
-    /// used states in `db` (created when missing).
-    pub(super) fn open(key_file: &Path, db: &Path, ttl: Duration) -> Result<Self, GatewayError> {
+    /// used states: `shared` when it is on Redis, else the SQLite file `db`
+    /// (created when missing).
+    pub(super) fn open(
+        key_file: &Path,
+        db: &Path,
+        ttl: Duration,
+        shared: &SharedState,
+    ) -> Result<Self, GatewayError> {
         let key = load_or_create_key(key_file)?;
         let codec = RequestStateCodec::try_new(key).map_err(|e| GatewayError::Io {
             path: key_file.to_path_buf(),
             source: std::io::Error::other(e.to_string()),
         })?;
-        let conn = open_store(db).map_err(|e| GatewayError::Io {
-            path: db.to_path_buf(),
-            source: std::io::Error::other(e.to_string()),
-        })?;
-        Ok(ApprovalStates {
-            codec,
-            ttl,
-            used: Arc::new(Mutex::new(conn)),
-            db: db.to_path_buf(),
-        })
+        let used = if shared.is_shared() {
+            Used::Shared(shared.clone())
+        } else {
+            let conn = open_store(db).map_err(|e| GatewayError::Io {
+                path: db.to_path_buf(),
+                source: std::io::Error::other(e.to_string()),
+            })?;
+            Used::Sqlite {
+                conn: Arc::new(Mutex::new(conn)),
+                db: db.to_path_buf(),
+            }
+        };
+        Ok(ApprovalStates { codec, ttl, used })
     }
 
     /// A sealed state approving the call `b`, valid for the TTL.
@@ -148,6 +192,7 @@ impl ApprovalStates {
             d: b.definition.clone(),
             a: b.arguments.clone(),
             e: now_secs() + self.ttl.as_secs(),
+            i: now_millis(),
         };
         self.codec
             .seal_json_with(&sealed, &SealOptions::new().ttl(self.ttl))
@@ -184,11 +229,33 @@ impl ApprovalStates {
         if let Some(what) = what {
             return Err(StateRefusal::Retargeted { what });
         }
-        let used = self.used.clone();
-        tokio::task::spawn_blocking(move || record_use(&used, &sealed.n, sealed.e))
-            .await
-            .map_err(|e| StateRefusal::Store(e.to_string()))?
+        match &self.used {
+            Used::Sqlite { conn, .. } => {
+                let conn = conn.clone();
+                tokio::task::spawn_blocking(move || record_use(&conn, &sealed.n, sealed.e))
+                    .await
+                    .map_err(|e| StateRefusal::Store(e.to_string()))?
+            }
+            Used::Shared(shared) => {
+                let issued_ms = match sealed.i {
+                    0 => sealed.e.saturating_sub(self.ttl.as_secs()) * 1000,
+                    ms => ms,
+                };
+                match shared.mark_used(&sealed.n, issued_ms, sealed.e).await {
+                    Ok(Redeemed::First) => Ok(()),
+                    Ok(Redeemed::Replayed) => Err(StateRefusal::Replayed),
+                    Ok(Redeemed::Forgotten) => Err(StateRefusal::Forgotten),
+                    Err(e) => Err(StateRefusal::Store(e.to_string())),
+                }
+            }
+        }
     }
+}
+
+fn now_millis() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 fn now_secs() -> u64 {
@@ -311,6 +378,10 @@ fn parse_key(path: &Path, text: &str) -> Result<Vec<u8>, GatewayError> {
 mod tests {
     use super::*;
 
+    fn local() -> SharedState {
+        SharedState::local()
+    }
+
     fn binding() -> Binding {
         Binding {
             principal: "token:bob".into(),
@@ -325,9 +396,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let key = dir.path().join("gw.key");
         let db = dir.path().join("used.sqlite");
-        let a = ApprovalStates::open(&key, &db, Duration::from_secs(600)).unwrap();
+        let a = ApprovalStates::open(&key, &db, Duration::from_secs(600), &local()).unwrap();
         // A second replica on the same key file and store.
-        let b = ApprovalStates::open(&key, &db, Duration::from_secs(600)).unwrap();
+        let b = ApprovalStates::open(&key, &db, Duration::from_secs(600), &local()).unwrap();
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
@@ -363,9 +434,13 @@ mod tests {
             Err(StateRefusal::Tampered)
         );
         // Another key does not open it.
-        let other =
-            ApprovalStates::open(&dir.path().join("other.key"), &db, Duration::from_secs(600))
-                .unwrap();
+        let other = ApprovalStates::open(
+            &dir.path().join("other.key"),
+            &db,
+            Duration::from_secs(600),
+            &local(),
+        )
+        .unwrap();
         assert_eq!(
             other.redeem(&a.seal(&binding()), &binding()).await,
             Err(StateRefusal::Tampered)
@@ -379,6 +454,7 @@ mod tests {
             &dir.path().join("k"),
             &dir.path().join("u.sqlite"),
             Duration::from_secs(1),
+            &local(),
         )
         .unwrap();
         let state = a.seal(&binding());
@@ -394,9 +470,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let key = dir.path().join("gw.key");
         std::fs::write(&key, "not hex").unwrap();
-        let e = ApprovalStates::open(&key, &dir.path().join("u.sqlite"), Duration::from_secs(1))
-            .unwrap_err()
-            .to_string();
+        let e = ApprovalStates::open(
+            &key,
+            &dir.path().join("u.sqlite"),
+            Duration::from_secs(1),
+            &local(),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("gw.key") && e.contains("approval key"), "{e}");
     }
 }
