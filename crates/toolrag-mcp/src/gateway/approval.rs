@@ -18,7 +18,7 @@ use rmcp::model::{
 };
 use serde_json::Value;
 
-use super::audit::{DecidedBy, Decision};
+use super::audit::{CallDecision, DecidedBy};
 use super::states::Binding;
 use super::{Caller, Gateway, MrtrRound};
 use toolrag_core::registry::ToolDef;
@@ -89,7 +89,7 @@ impl Gateway {
             Ok(s) => s,
             Err(e) => {
                 return Rule::Decided(Ruling::stopped(
-                    Decision::Refused,
+                    CallDecision::Refused,
                     DecidedBy::Gateway,
                     format!(
                         "`{}` needs a person's approval ({why}), and the gateway cannot keep                          approvals ({e}), so the call was not made.",
@@ -123,7 +123,7 @@ impl Gateway {
         };
         if let Err(refusal) = states.redeem(state, &binding).await {
             return Rule::Decided(Ruling::stopped(
-                Decision::Refused,
+                CallDecision::Refused,
                 DecidedBy::ApprovalState,
                 refusal.to_string(),
             ));
@@ -136,7 +136,7 @@ impl Gateway {
         match answer {
             Some(answer) => Rule::Decided(ruling_of(&answer, &tool.id)),
             None => Rule::Decided(Ruling::stopped(
-                Decision::Cancelled,
+                CallDecision::Cancelled,
                 DecidedBy::PersonCancelled,
                 format!(
                     "the retry of `{}` carried no answer to the approval question                      (inputResponses.{APPROVAL_KEY}), so the call was not made; call it again                      to be asked anew.",
@@ -163,7 +163,7 @@ impl Gateway {
         {
             Ok(answer) => ruling_of(&answer, id),
             Err(e) => Ruling::stopped(
-                Decision::Refused,
+                CallDecision::Refused,
                 DecidedBy::AskFailed,
                 format!(
                     "`{id}` needs a person's approval ({why}), and asking failed ({e}), so the \
@@ -185,7 +185,7 @@ fn no_elicitation(tool: &ToolDef, why: &str) -> Ruling {
          supports elicitation.",
         tool.namespace
     );
-    Ruling::stopped(Decision::Refused, DecidedBy::NoElicitation, message)
+    Ruling::stopped(CallDecision::Refused, DecidedBy::NoElicitation, message)
 }
 
 /// The question put to the person: the tool, why it needs approval, and
@@ -208,7 +208,7 @@ fn approval_form(tool: &ToolDef, args: &Value, why: &str) -> Result<ElicitReques
         .build()
         .map_err(|e| {
             Ruling::stopped(
-                Decision::Refused,
+                CallDecision::Refused,
                 DecidedBy::Gateway,
                 format!("cannot ask: {e}"),
             )
@@ -232,13 +232,13 @@ fn ruling_of(answer: &ElicitResult, id: &str) -> Ruling {
                 .and_then(Choice::parse);
             if choice == Some(Choice::Approve) {
                 Ruling {
-                    decision: Decision::Approved,
+                    decision: CallDecision::Approved,
                     by: DecidedBy::Person,
                     reason: None,
                 }
             } else {
                 Ruling::stopped(
-                    Decision::Rejected,
+                    CallDecision::Rejected,
                     DecidedBy::Person,
                     format!(
                         "the person rejected this call of `{id}`; it was not made. Do not \
@@ -248,7 +248,7 @@ fn ruling_of(answer: &ElicitResult, id: &str) -> Ruling {
             }
         }
         ElicitationAction::Decline => Ruling::stopped(
-            Decision::Rejected,
+            CallDecision::Rejected,
             DecidedBy::PersonDeclined,
             format!(
                 "the person declined to approve this call of `{id}`; it was not made. Do \
@@ -256,7 +256,7 @@ fn ruling_of(answer: &ElicitResult, id: &str) -> Ruling {
             ),
         ),
         ElicitationAction::Cancel | _ => Ruling::stopped(
-            Decision::Cancelled,
+            CallDecision::Cancelled,
             DecidedBy::PersonCancelled,
             format!(
                 "the approval of `{id}` was cancelled, so the call was not made; ask the \
@@ -269,7 +269,7 @@ fn ruling_of(answer: &ElicitResult, id: &str) -> Ruling {
 /// A decision about one call, who or what took it, and, when it stops the
 /// call, what the model is told.
 pub(super) struct Ruling {
-    pub(super) decision: Decision,
+    pub(super) decision: CallDecision,
     pub(super) by: DecidedBy,
     pub(super) reason: Option<String>,
 }
@@ -278,14 +278,14 @@ impl Ruling {
     /// The call may go ahead without asking anyone.
     fn allowed(by: DecidedBy) -> Ruling {
         Ruling {
-            decision: Decision::Allowed,
+            decision: CallDecision::Allowed,
             by,
             reason: None,
         }
     }
 
     /// The call does not go ahead, and the model is told `reason`.
-    fn stopped(decision: Decision, by: DecidedBy, reason: String) -> Ruling {
+    fn stopped(decision: CallDecision, by: DecidedBy, reason: String) -> Ruling {
         Ruling {
             decision,
             by,

@@ -18,12 +18,26 @@ mod writer;
 
 pub use writer::AuditLog;
 
+/// What the upstream server answered a forwarded call, as the audit log
+/// writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum UpstreamStatus {
+    /// A result (`ok`).
+    Ok,
+    /// A result with `isError` (`tool-error`).
+    ToolError,
+    /// No result: the server failed the call or did not answer (`failed`).
+    Failed,
+}
+
 /// What a `decision` record says about a call: whether it may go to the
 /// server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
-pub enum Decision {
+pub enum CallDecision {
     /// It needs no approval, or the allow-list allows it.
     Allowed,
     /// A person approved it.
@@ -43,28 +57,28 @@ pub enum Decision {
     Denied,
 }
 
-impl Decision {
+impl CallDecision {
     /// Whether the call goes to the server.
     pub fn lets_call(self) -> bool {
-        matches!(self, Decision::Allowed | Decision::Approved)
+        matches!(self, CallDecision::Allowed | CallDecision::Approved)
     }
 
     /// The word the audit log writes.
     pub fn as_str(self) -> &'static str {
         match self {
-            Decision::Allowed => "allowed",
-            Decision::Approved => "approved",
-            Decision::Rejected => "rejected",
-            Decision::Cancelled => "cancelled",
-            Decision::Refused => "refused",
-            Decision::InvalidArguments => "invalid-arguments",
-            Decision::Asked => "asked",
-            Decision::Denied => "denied",
+            CallDecision::Allowed => "allowed",
+            CallDecision::Approved => "approved",
+            CallDecision::Rejected => "rejected",
+            CallDecision::Cancelled => "cancelled",
+            CallDecision::Refused => "refused",
+            CallDecision::InvalidArguments => "invalid-arguments",
+            CallDecision::Asked => "asked",
+            CallDecision::Denied => "denied",
         }
     }
 }
 
-impl std::fmt::Display for Decision {
+impl std::fmt::Display for CallDecision {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
@@ -109,7 +123,7 @@ impl std::fmt::Display for Outcome {
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum AuditEvent {
-    /// A [`Decision`] about a call.
+    /// A [`CallDecision`] about a call.
     Decision,
     /// An [`Outcome`] of a call's result.
     Result,
@@ -117,14 +131,14 @@ pub enum AuditEvent {
     Session,
 }
 
-/// What a record's `decision` field holds: a [`Decision`] in a `decision`
+/// What a record's `decision` field holds: a [`CallDecision`] in a `decision`
 /// record, an [`Outcome`] in a `result` record. Written as the bare word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 #[non_exhaustive]
 pub enum Verdict {
     /// Of a `decision` record.
-    Decision(Decision),
+    Decision(CallDecision),
     /// Of a `result` record.
     Outcome(Outcome),
 }
@@ -139,8 +153,8 @@ impl Verdict {
     }
 }
 
-impl From<Decision> for Verdict {
-    fn from(d: Decision) -> Verdict {
+impl From<CallDecision> for Verdict {
+    fn from(d: CallDecision) -> Verdict {
         Verdict::Decision(d)
     }
 }
@@ -254,14 +268,13 @@ pub struct AuditRecord<'a> {
     /// Milliseconds from the call's arrival to this record.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_ms: Option<f64>,
-    /// What the upstream server answered: `ok`, `tool-error` (a result with
-    /// `isError`), or `failed`.
+    /// What the upstream server answered.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub upstream: Option<&'static str>,
+    pub upstream: Option<UpstreamStatus>,
 }
 
 impl<'a> AuditRecord<'a> {
-    /// A record of `verdict` (a [`Decision`] or a result's [`Outcome`], which
+    /// A record of `verdict` (a [`CallDecision`] or a result's [`Outcome`], which
     /// sets the event) about a call of `tool` (`<server>/<tool>`) with
     /// `arguments`, stamped now.
     pub fn new(
@@ -294,7 +307,7 @@ impl<'a> AuditRecord<'a> {
     }
 
     /// The record with what the upstream server answered.
-    pub fn upstream(mut self, status: &'static str) -> AuditRecord<'a> {
+    pub fn upstream(mut self, status: UpstreamStatus) -> AuditRecord<'a> {
         self.upstream = Some(status);
         self
     }
@@ -323,7 +336,7 @@ pub struct SessionRecord<'a> {
     /// `session`.
     pub event: AuditEvent,
     /// `denied`.
-    pub decision: Decision,
+    pub decision: CallDecision,
     /// `gateway: session owner`.
     pub decided_by: DecidedBy,
     /// The method, and whose session it was.
@@ -339,7 +352,7 @@ impl<'a> SessionRecord<'a> {
         SessionRecord {
             time: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
             event: AuditEvent::Session,
-            decision: Decision::Denied,
+            decision: CallDecision::Denied,
             decided_by: DecidedBy::SessionOwner,
             reason: format!("{method} on a session that {owner} opened"),
             principal,
@@ -360,7 +373,7 @@ mod tests {
         log.write(&AuditRecord::new(
             "fs/write_file",
             &args,
-            Decision::Approved,
+            CallDecision::Approved,
             DecidedBy::Person,
         ))
         .await
@@ -369,7 +382,7 @@ mod tests {
             &AuditRecord::new(
                 "fs/write_file",
                 &args,
-                Decision::Rejected,
+                CallDecision::Rejected,
                 DecidedBy::Person,
             )
             .because("no"),
@@ -394,12 +407,12 @@ mod tests {
     fn verdicts_and_deciders_are_written_as_the_words_the_log_always_had() {
         let word = |v: Verdict| serde_json::to_string(&v).unwrap();
         let decisions = [
-            (Decision::Allowed, "allowed"),
-            (Decision::Approved, "approved"),
-            (Decision::Rejected, "rejected"),
-            (Decision::Cancelled, "cancelled"),
-            (Decision::Refused, "refused"),
-            (Decision::InvalidArguments, "invalid-arguments"),
+            (CallDecision::Allowed, "allowed"),
+            (CallDecision::Approved, "approved"),
+            (CallDecision::Rejected, "rejected"),
+            (CallDecision::Cancelled, "cancelled"),
+            (CallDecision::Refused, "refused"),
+            (CallDecision::InvalidArguments, "invalid-arguments"),
         ];
         for (d, w) in decisions {
             assert_eq!(word(d.into()), format!("\"{w}\""));
@@ -460,7 +473,7 @@ mod tests {
         let line = serde_json::to_string(&AuditRecord::new(
             "fs/write_file",
             &args,
-            Decision::InvalidArguments,
+            CallDecision::InvalidArguments,
             DecidedBy::InputSchema,
         ))
         .unwrap();

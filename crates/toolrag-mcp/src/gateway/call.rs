@@ -13,7 +13,7 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use super::approval::{Rule, Ruling};
-use super::audit::{AuditRecord, DecidedBy, Decision, Outcome};
+use super::audit::{AuditRecord, CallDecision, DecidedBy, Outcome, UpstreamStatus};
 use super::catalog::{id_of, quarantine_message, Catalog, Entry};
 use super::upstream::UpstreamError;
 use super::upstreams::Upstream;
@@ -43,7 +43,7 @@ impl Gateway {
         };
         // A refusal's line is queued, not waited for: refusing acts on
         // nothing, and the answer does not wait on the disk.
-        let refuse = |decision: Decision, by: DecidedBy, message: String| {
+        let refuse = |decision: CallDecision, by: DecidedBy, message: String| {
             let record = stamp(AuditRecord::new(&id, &args, decision, by).because(message.clone()));
             async move {
                 self.audit.record(&record).await;
@@ -51,11 +51,11 @@ impl Gateway {
             }
         };
         if let Err((message, _)) = self.limits.take(&caller.principal.key(), &id).await {
-            return refuse(Decision::Denied, DecidedBy::RateLimit, message).await;
+            return refuse(CallDecision::Denied, DecidedBy::RateLimit, message).await;
         }
         if !entry.quarantine.is_empty() {
             let message = quarantine_message(&id, &entry.quarantine, self.lock_hint(&id));
-            return refuse(Decision::Refused, DecidedBy::Quarantine, message).await;
+            return refuse(CallDecision::Refused, DecidedBy::Quarantine, message).await;
         }
         let validator = entry
             .validator
@@ -69,7 +69,12 @@ impl Gateway {
                  get_tool and call again.",
                 errors.join("; ")
             );
-            return refuse(Decision::InvalidArguments, DecidedBy::InputSchema, message).await;
+            return refuse(
+                CallDecision::InvalidArguments,
+                DecidedBy::InputSchema,
+                message,
+            )
+            .await;
         }
 
         // Approval.
@@ -80,7 +85,7 @@ impl Gateway {
         } = match self.rule(caller, &entry.def, &entry.raw, &args).await {
             Rule::Decided(r) => r,
             Rule::Ask(question) => {
-                let record = AuditRecord::new(&id, &args, Decision::Asked, DecidedBy::Gateway)
+                let record = AuditRecord::new(&id, &args, CallDecision::Asked, DecidedBy::Gateway)
                     .because("a person is asked (input_required)");
                 if let Err(e) = self.audit.write(&stamp(record)).await {
                     tracing::error!("cannot write the audit log, the call is refused: {e}");
@@ -117,7 +122,7 @@ impl Gateway {
                     .called(&caller.principal, &id, &args, UsageOutcome::Failed);
                 let message = e.to_string();
                 let record = AuditRecord::new(&id, &args, Outcome::Failed, DecidedBy::Upstream)
-                    .upstream("failed")
+                    .upstream(UpstreamStatus::Failed)
                     .because(message.clone());
                 let _ = self.audit.write(&stamp(record)).await;
                 return tool_error(message).into();
@@ -143,9 +148,9 @@ impl Gateway {
         result: CallToolResult,
     ) -> (CallToolResult, UsageOutcome, AuditRecord<'a>) {
         let status = if result.is_error == Some(true) {
-            "tool-error"
+            UpstreamStatus::ToolError
         } else {
-            "ok"
+            UpstreamStatus::Ok
         };
         let policy = self.opts.settings.output_guard;
         let findings = if policy == crate::settings::OutputGuard::Off {
@@ -164,7 +169,7 @@ impl Gateway {
         if !findings.is_empty() {
             record = record.because(findings.join("; "));
         }
-        let used = if status == "ok" && outcome != Outcome::Blocked {
+        let used = if status == UpstreamStatus::Ok && outcome != Outcome::Blocked {
             UsageOutcome::Succeeded
         } else {
             UsageOutcome::ToolError
@@ -196,9 +201,9 @@ impl Gateway {
             return Ok(entry);
         }
         let record = match found {
-            Some(_) => AuditRecord::new(id, args, Decision::Denied, DecidedBy::Policy)
+            Some(_) => AuditRecord::new(id, args, CallDecision::Denied, DecidedBy::Policy)
                 .because("the caller's policy does not give them this tool"),
-            None => AuditRecord::new(id, args, Decision::Refused, DecidedBy::Gateway)
+            None => AuditRecord::new(id, args, CallDecision::Refused, DecidedBy::Gateway)
                 .because("there is no tool of this name in the catalog"),
         };
         let record = record.by(&caller.principal.name, started.elapsed());
