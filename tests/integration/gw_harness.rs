@@ -45,6 +45,57 @@ for line in sys.stdin:
     print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
 "#;
 
+/// Starts the gateway of the folder `dir` (its `upstream.json`,
+/// `toolrag.toml` and `tokens`; the index `gw` goes there too) over HTTP on
+/// a free port, with `args` and `env` besides, and waits until it says
+/// where it serves: the child, `127.0.0.1:PORT`, and its stderr, which keeps
+/// growing. It runs in `dir`, where no model is found: BM25 only.
+pub fn spawn_gateway(
+    dir: &std::path::Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (Child, String, Arc<Mutex<String>>) {
+    let path = |name: &str| dir.join(name);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolrag"))
+        .current_dir(dir)
+        .env_remove("TOOLRAG_MODEL_DIR")
+        .args(["mcp", "--upstream"])
+        .arg(path("upstream.json"))
+        .arg("--index")
+        .arg(path("gw"))
+        .arg("--config")
+        .arg(path("toolrag.toml"))
+        .args(["--http", "127.0.0.1:0", "--auth-tokens"])
+        .arg(path("tokens"))
+        .args(args)
+        .envs(env.iter().copied())
+        .env("TOOLRAG_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("toolrag starts");
+    let log = Arc::new(Mutex::new(String::new()));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    let sink = log.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if let Some(rest) = line.split("MCP over streamable HTTP on http://").nth(1) {
+                let _ = tx.send(rest.split('/').next().unwrap_or("").to_string());
+            }
+            sink.lock().unwrap().push_str(&(line + "\n"));
+        }
+    });
+    let addr = rx
+        .recv_timeout(Duration::from_secs(300))
+        .unwrap_or_else(|_| {
+            let _ = child.kill();
+            panic!("the gateway did not start:\n{}", log.lock().unwrap());
+        });
+    (child, addr, log)
+}
+
 /// A gateway process, killed on drop.
 pub struct Gw {
     child: Child,
@@ -69,41 +120,7 @@ impl Gw {
         std::fs::write(path("tokens"), tokens).unwrap();
         std::fs::write(path("toolrag.toml"), config).unwrap();
         before(dir.path());
-        let mut child = Command::new(env!("CARGO_BIN_EXE_toolrag"))
-            .current_dir(dir.path())
-            .env_remove("TOOLRAG_MODEL_DIR")
-            .args(["mcp", "--upstream"])
-            .arg(path("upstream.json"))
-            .arg("--index")
-            .arg(path("gw"))
-            .arg("--config")
-            .arg(path("toolrag.toml"))
-            .args(["--http", "127.0.0.1:0", "--auth-tokens"])
-            .arg(path("tokens"))
-            .env("TOOLRAG_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("toolrag starts");
-        let log = Arc::new(Mutex::new(String::new()));
-        let (tx, rx) = std::sync::mpsc::channel();
-        let stderr = child.stderr.take().unwrap();
-        let sink = log.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                if let Some(rest) = line.split("MCP over streamable HTTP on http://").nth(1) {
-                    let _ = tx.send(rest.split('/').next().unwrap_or("").to_string());
-                }
-                sink.lock().unwrap().push_str(&(line + "\n"));
-            }
-        });
-        let addr = rx
-            .recv_timeout(Duration::from_secs(300))
-            .unwrap_or_else(|_| {
-                let _ = child.kill();
-                panic!("the gateway did not start:\n{}", log.lock().unwrap());
-            });
+        let (child, addr, log) = spawn_gateway(dir.path(), &[], &[]);
         Gw {
             child,
             addr,

@@ -9,9 +9,9 @@
 //! matter; the upstream is tests/mcp_conformance_upstream.py (Python's
 //! standard library). No model: the gateway searches with BM25 only.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -43,41 +43,7 @@ impl Gateway {
         std::fs::write(path("tokens"), format!("alice:{TOKEN}\n")).unwrap();
         std::fs::write(path("toolrag.toml"), "").unwrap();
         // In the temporary folder no model is found: BM25 only.
-        let mut child = Command::new(env!("CARGO_BIN_EXE_toolrag"))
-            .current_dir(dir.path())
-            .env_remove("TOOLRAG_MODEL_DIR")
-            .args(["mcp", "--upstream"])
-            .arg(path("upstream.json"))
-            .arg("--index")
-            .arg(path("gw"))
-            .arg("--config")
-            .arg(path("toolrag.toml"))
-            .args(["--http", "127.0.0.1:0", "--auth-tokens"])
-            .arg(path("tokens"))
-            .env("TOOLRAG_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("toolrag starts");
-        let log = Arc::new(Mutex::new(String::new()));
-        let (tx, rx) = std::sync::mpsc::channel();
-        let stderr = child.stderr.take().unwrap();
-        let sink = log.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                if let Some(rest) = line.split("MCP over streamable HTTP on http://").nth(1) {
-                    let _ = tx.send(rest.split('/').next().unwrap_or("").to_string());
-                }
-                sink.lock().unwrap().push_str(&(line + "\n"));
-            }
-        });
-        let addr = rx
-            .recv_timeout(Duration::from_secs(300))
-            .unwrap_or_else(|_| {
-                let _ = child.kill();
-                panic!("the gateway did not start:\n{}", log.lock().unwrap());
-            });
+        let (child, addr, log) = crate::gw_harness::spawn_gateway(dir.path(), &[], &[]);
         Gateway {
             child,
             addr,
