@@ -250,6 +250,10 @@ pub struct LoadError {
     pub location: Location,
     /// What is wrong.
     pub message: String,
+    /// The limit of [`LoadLimits`](crate::registry::LoadLimits) that was
+    /// exceeded, by name (`description-bytes`), when that is the problem: each
+    /// front end says how to raise it (the CLI's `--limit`, Python's `limits=`).
+    pub limit: Option<&'static str>,
 }
 
 impl fmt::Display for LoadError {
