@@ -143,6 +143,18 @@ pub enum Error {
     /// A configuration (`toolrag.toml`) is invalid: the file, line and key.
     #[error("{0}")]
     Config(ConfigError),
+
+    /// The caller asked the build to stop ([`BuildOptions::cancel`] in the
+    /// engine): nothing was published and the staged generation is removed.
+    #[error(
+        "the index build was cancelled: nothing was published, and the live generation in {} \
+         (if any) is untouched",
+        out.display()
+    )]
+    Cancelled {
+        /// The index folder.
+        out: PathBuf,
+    },
 }
 
 /// Who has to act on an [`Error`]: the caller, or whoever runs the index.
@@ -171,7 +183,8 @@ impl Error {
             | Error::NoIndex { .. }
             | Error::Locked { .. }
             | Error::InvalidInput(_)
-            | Error::Config(_) => ErrorKind::Caller,
+            | Error::Config(_)
+            | Error::Cancelled { .. } => ErrorKind::Caller,
             Error::Io { .. }
             | Error::ModelCorrupt { .. }
             | Error::Embed(_)
