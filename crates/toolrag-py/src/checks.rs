@@ -15,7 +15,7 @@ use crate::model;
 /// `lexical`), token counts are exact and confusable-tools compares
 /// embeddings, as `toolrag lint` does.
 #[pyfunction]
-#[pyo3(signature = (tools_json, paths, config, namespace, lexical))]
+#[pyo3(signature = (tools_json, paths, config, namespace, lexical, limits))]
 pub fn lint(
     py: Python<'_>,
     tools_json: Option<String>,
@@ -23,19 +23,21 @@ pub fn lint(
     config: Option<PathBuf>,
     namespace: String,
     lexical: bool,
+    limits: Vec<(String, u64)>,
 ) -> PyResult<String> {
     py.detach(|| -> toolrag::Result<String> {
-        let full = match config {
-            Some(p) => toolrag::config::Config::load(Some(&p))?,
-            None => toolrag::config::Config::default(),
+        let full = crate::index::load_config(config)?;
+        let opts = LoadOptions {
+            limits: crate::index::load_limits(&limits)?,
+            ..LoadOptions::default()
         };
         let registry = match (tools_json, paths) {
             (Some(text), _) => {
                 let values: Vec<serde_json::Value> = serde_json::from_str(&text)
                     .map_err(|e| toolrag::Error::InvalidInput(format!("tools: {e}")))?;
-                Registry::from_values(values, &namespace, "tools", &LoadOptions::default())?
+                Registry::from_values(values, &namespace, "tools", &opts)?
             }
-            (None, paths) => Registry::load(&paths.unwrap_or_default(), &LoadOptions::default())?,
+            (None, paths) => Registry::load(&paths.unwrap_or_default(), &opts)?,
         };
         let mut cx = LintContext::new(full.lint.clone());
         // The model is a nicety here: without it the lint runs lexically.

@@ -2,13 +2,16 @@
 //! index, with the GIL released for all of it.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, RwLock};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use toolrag::config::Config;
 use toolrag::embed::Embedder;
-use toolrag::index::{BuildModel, BuildOptions, BuildProgress};
+use toolrag::index::{BuildModel, BuildOptions, BuildProgress, BuildReport};
+use toolrag::registry::{LoadError, LoadErrors, LoadLimits};
 use toolrag::search::{khipu, Mode, SearchRequest};
 use toolrag::{LoadOptions, Registry, Searcher};
 
@@ -46,16 +49,75 @@ impl Tools {
         }
     }
 
-    fn load(self, namespace: &str) -> toolrag::Result<Registry> {
-        match self {
-            Tools::Paths(paths) => Registry::load(&paths, &LoadOptions::default()),
+    /// The registry of these tools, within `limits`. A tool name that lint
+    /// calls an error (`""`, spaces, over 64 characters) is refused, as
+    /// every bad tool is: with its position and field.
+    pub fn load(self, namespace: &str, limits: LoadLimits) -> toolrag::Result<Registry> {
+        let opts = LoadOptions {
+            limits,
+            ..LoadOptions::default()
+        };
+        let registry = match self {
+            Tools::Paths(paths) => Registry::load(&paths, &opts)?,
             Tools::Json(text) => {
                 let values: Vec<serde_json::Value> = serde_json::from_str(&text)
                     .map_err(|e| toolrag::Error::InvalidInput(format!("tools: {e}")))?;
-                Registry::from_values(values, namespace, "tools", &LoadOptions::default())
+                Registry::from_values(values, namespace, "tools", &opts)?
             }
-        }
+        };
+        check_names(&registry)?;
+        Ok(registry)
     }
+}
+
+/// Refuses the tool names that `toolrag lint` reports as errors
+/// (invalid-tool-name, TR013): `""` would otherwise become the id `tools/`.
+fn check_names(registry: &Registry) -> toolrag::Result<()> {
+    let errors: Vec<LoadError> = registry
+        .tools()
+        .iter()
+        .filter_map(|t| {
+            toolrag::lint::tool_name_error(&t.name).map(|message| LoadError {
+                location: t.source.location.clone(),
+                message,
+                limit: None,
+            })
+        })
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(toolrag::Error::Load(LoadErrors(errors)))
+    }
+}
+
+/// The load limits from `limits` (`(name, value)` pairs, named as the CLI's
+/// `--limit` names them), over the defaults.
+pub fn load_limits(limits: &[(String, u64)]) -> toolrag::Result<LoadLimits> {
+    let mut l = LoadLimits::default();
+    for (name, value) in limits {
+        l.set(name, *value)
+            .map_err(|e| toolrag::Error::InvalidInput(format!("limits: {e}")))?;
+    }
+    Ok(l)
+}
+
+/// The build report as a dict with snake_case keys (the field names).
+fn report_dict<'py>(py: Python<'py>, r: &BuildReport) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("tools", r.tools)?;
+    d.set_item("new", r.new)?;
+    d.set_item("changed", r.changed)?;
+    d.set_item("removed", r.removed)?;
+    d.set_item("reused", r.reused)?;
+    d.set_item("embedded_texts", r.embedded_texts)?;
+    d.set_item("reused_texts", r.reused_texts)?;
+    d.set_item("lexical_only", r.lexical_only)?;
+    d.set_item("seconds", r.seconds)?;
+    d.set_item("embed_seconds", r.embed_seconds)?;
+    d.set_item("graph", r.graph)?;
+    d.set_item("generation", r.generation.display().to_string())?;
+    Ok(d)
 }
 
 /// An index of tools, open for search.
@@ -69,8 +131,17 @@ pub struct Index {
     updating: std::sync::Mutex<()>,
 }
 
-fn load_config(config: Option<PathBuf>) -> toolrag::Result<Config> {
+/// The configuration in `config` (the defaults without one). A file that
+/// is not there is `toolrag.FileMissing`, a `FileNotFoundError`.
+pub fn load_config(config: Option<PathBuf>) -> toolrag::Result<Config> {
     match config {
+        Some(p) if !p.exists() => Err(toolrag::Error::io(
+            p,
+            std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "no such configuration file (config=)",
+            ),
+        )),
         Some(p) => Config::load(Some(&p)),
         None => Ok(Config::default()),
     }
@@ -105,13 +176,15 @@ fn build_and_open(
     registry: Registry,
     setup: &Setup,
     progress: bool,
-) -> toolrag::Result<(Arc<Searcher>, toolrag::index::BuildReport)> {
+    cancel: Arc<AtomicBool>,
+) -> toolrag::Result<(Arc<Searcher>, BuildReport)> {
     let embedder = match &setup.model {
         Some(choice) => Some(model::embedder(&model::locate(choice)?)?),
         None => None,
     };
     let mut opts = BuildOptions::new(setup.path.clone());
     opts.boosts = setup.config.index.boosts.unwrap_or_default();
+    opts.cancel = Some(cancel);
     let pb = progress_bar(progress);
     let on_progress = |p: BuildProgress| {
         if let Some(pb) = &pb {
@@ -145,12 +218,12 @@ impl Index {
     /// Builds an index of `tools_json` (a JSON list of tool objects) or of
     /// the registry files and folders `paths`, into `path` (a temporary
     /// folder when `None`), and opens it. Returns the index and the build
-    /// report as JSON.
+    /// report. Ctrl-C stops the build (nothing is published).
     #[staticmethod]
-    #[pyo3(signature = (tools_json, paths, path, config, model, namespace, progress, lexical_only))]
+    #[pyo3(signature = (tools_json, paths, path, config, model, namespace, progress, lexical_only, limits))]
     #[allow(clippy::too_many_arguments)]
-    fn build(
-        py: Python<'_>,
+    fn build<'py>(
+        py: Python<'py>,
         tools_json: Option<String>,
         paths: Option<Vec<PathBuf>>,
         path: Option<PathBuf>,
@@ -159,11 +232,12 @@ impl Index {
         namespace: String,
         progress: bool,
         lexical_only: bool,
-    ) -> PyResult<(Index, String)> {
+        limits: Vec<(String, u64)>,
+    ) -> PyResult<(Index, Bound<'py, PyDict>)> {
         let tools = Tools::from_args(tools_json, paths)?;
-        py.detach(|| {
+        let (index, report) = crate::cancel::run(py, |cancel| {
             let config = load_config(config)?;
-            let registry = tools.load(&namespace)?;
+            let registry = tools.load(&namespace, load_limits(&limits)?)?;
             let (path, temp) = match path {
                 Some(p) => (p, None),
                 None => {
@@ -181,8 +255,7 @@ impl Index {
                 config,
                 model,
             };
-            let (searcher, report) = build_and_open(registry, &setup, progress)?;
-            let report = serde_json::to_string(&report).unwrap_or_default();
+            let (searcher, report) = build_and_open(registry, &setup, progress, cancel)?;
             Ok((
                 Index {
                     state: RwLock::new(State { searcher }),
@@ -191,8 +264,8 @@ impl Index {
                 },
                 report,
             ))
-        })
-        .map_err(to_py)
+        })?;
+        Ok((index, report_dict(py, &report)?))
     }
 
     /// Opens the index in `path`, with the model it needs (none for a
@@ -312,28 +385,30 @@ impl Index {
     }
 
     /// Rebuilds the index in place from new tools, embedding only new and
-    /// changed texts, and switches to it. Returns the build report as JSON.
-    #[pyo3(signature = (tools_json, paths, namespace, progress))]
-    fn update(
+    /// changed texts, and switches to it. Returns the build report. Ctrl-C
+    /// stops the rebuild (the index stays as it was).
+    #[pyo3(signature = (tools_json, paths, namespace, progress, limits))]
+    fn update<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         tools_json: Option<String>,
         paths: Option<Vec<PathBuf>>,
         namespace: String,
         progress: bool,
-    ) -> PyResult<String> {
+        limits: Vec<(String, u64)>,
+    ) -> PyResult<Bound<'py, PyDict>> {
         let tools = Tools::from_args(tools_json, paths)?;
-        py.detach(|| {
+        let report = crate::cancel::run(py, |cancel| {
             let _one_at_a_time = self.updating.lock().unwrap_or_else(|p| p.into_inner());
-            let registry = tools.load(&namespace)?;
-            let (searcher, report) = build_and_open(registry, &self.setup, progress)?;
+            let registry = tools.load(&namespace, load_limits(&limits)?)?;
+            let (searcher, report) = build_and_open(registry, &self.setup, progress, cancel)?;
             self.state
                 .write()
                 .unwrap_or_else(|p| p.into_inner())
                 .searcher = searcher;
-            Ok(serde_json::to_string(&report).unwrap_or_default())
-        })
-        .map_err(to_py)
+            Ok(report)
+        })?;
+        report_dict(py, &report)
     }
 
     /// The number of tools.

@@ -9,6 +9,7 @@
 //! agree on it, and every tool format the CLI reads is JSON already. Every
 //! call that embeds, builds or searches releases the GIL.
 
+mod cancel;
 mod checks;
 mod errors;
 mod index;
