@@ -60,3 +60,40 @@ def test_one_name_for_the_request(weather_tools: list[dict[str, Any]]) -> None:
         index.search(text, query=text)
     with pytest.raises(TypeError, match="request"):
         index.search()
+
+
+def test_tools_cross_as_python_objects_as_json_would_carry_them() -> None:
+    import json
+    import math
+
+    tool = {
+        "name": "pick",
+        "description": "Pick one of the given options.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "option": {"type": "string", "enum": ("a", "b")},
+                "n": {
+                    "type": "integer",
+                    "maximum": 2**70,
+                    "x-labels": {3: "three", 2.5: "half", True: "yes", None: "no"},
+                },
+            },
+        },
+    }
+    index = toolrag.Index.build([tool], lexical_only=True)
+    got = index.get("tools/pick")
+    assert got is not None
+    # What the dict would have been through json.dumps and json.loads.
+    expected = json.loads(json.dumps(tool))
+    assert got["inputSchema"] == expected["parameters"]
+    assert list(index) == [got] and "tools/pick" in index and "tools/nope" not in index
+    assert isinstance(index.khipu("pick an option", k=1), dict)
+
+    for bad, why in (({1, 2}, "Object of type set is not JSON serializable"), (math.nan, "not JSON compliant")):
+        with pytest.raises(toolrag.InvalidRegistry) as e:
+            toolrag.Index.build(
+                [tool, {**tool, "name": "bad", "parameters": {"type": "object", "default": bad}}], lexical_only=True
+            )
+        assert e.value.errors[0]["file"] == "tools[1]"
+        assert e.value.errors[0]["message"].startswith("tool `bad`: not JSON: ") and why in str(e.value)

@@ -7,11 +7,11 @@ use std::sync::{Arc, RwLock};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyList};
 use toolrag::config::Config;
 use toolrag::embed::Embedder;
 use toolrag::index::{BuildModel, BuildOptions, BuildProgress, BuildReport};
-use toolrag::registry::{LoadError, LoadErrors, LoadLimits};
+use toolrag::registry::{LoadError, LoadErrors, LoadLimits, Location};
 use toolrag::search::{khipu, Mode, SearchRequest};
 use toolrag::{LoadOptions, Registry, Searcher};
 
@@ -34,40 +34,73 @@ struct Setup {
     model: Option<toolrag::embed::ModelConfig>,
 }
 
-/// Where the tools come from: JSON text (a list of tool objects) or paths.
-enum Tools {
-    Json(String),
+/// Where the tools come from: tool objects (converted from the Python
+/// dicts, under the GIL) or registry paths.
+pub enum Tools {
+    Values(Vec<serde_json::Value>),
     Paths(Vec<PathBuf>),
 }
 
 impl Tools {
-    fn from_args(json: Option<String>, paths: Option<Vec<PathBuf>>) -> PyResult<Tools> {
-        match (json, paths) {
-            (Some(j), None) => Ok(Tools::Json(j)),
+    /// The tools of `tools` (a list of tool dicts) or `paths`. A value that
+    /// is not JSON (a set, NaN) is an `InvalidRegistry` naming `tools[i]`.
+    pub fn from_args(
+        tools: Option<Bound<'_, PyList>>,
+        paths: Option<Vec<PathBuf>>,
+    ) -> PyResult<Tools> {
+        match (tools, paths) {
+            (Some(list), None) => {
+                let mut values = Vec::with_capacity(list.len());
+                for (i, item) in list.iter().enumerate() {
+                    let value = crate::convert::to_value(&item)
+                        .map_err(|why| to_py(not_json(i, &item, why)))?;
+                    values.push(value);
+                }
+                Ok(Tools::Values(values))
+            }
             (None, Some(p)) => Ok(Tools::Paths(p)),
-            _ => Err(PyValueError::new_err("give tools as JSON or as paths")),
+            _ => Err(PyValueError::new_err("give tools as a list or as paths")),
         }
     }
 
-    /// The registry of these tools, within `limits`. A tool name that lint
-    /// calls an error (`""`, spaces, over 64 characters) is refused, as
-    /// every bad tool is: with its position and field.
-    pub fn load(self, namespace: &str, limits: LoadLimits) -> toolrag::Result<Registry> {
+    /// The registry of these tools, within `limits`, as the lint reads it.
+    pub fn registry(self, namespace: &str, limits: LoadLimits) -> toolrag::Result<Registry> {
         let opts = LoadOptions {
             limits,
             ..LoadOptions::default()
         };
-        let registry = match self {
-            Tools::Paths(paths) => Registry::load(&paths, &opts)?,
-            Tools::Json(text) => {
-                let values: Vec<serde_json::Value> = serde_json::from_str(&text)
-                    .map_err(|e| toolrag::Error::InvalidInput(format!("tools: {e}")))?;
-                Registry::from_values(values, namespace, "tools", &opts)?
-            }
-        };
+        match self {
+            Tools::Paths(paths) => Registry::load(&paths, &opts),
+            Tools::Values(values) => Registry::from_values(values, namespace, "tools", &opts),
+        }
+    }
+
+    /// The registry to build: [`Tools::registry`], and a tool name that lint
+    /// calls an error (`""`, spaces, over 64 characters) is refused, as every
+    /// bad tool is: with its position and field.
+    pub fn load(self, namespace: &str, limits: LoadLimits) -> toolrag::Result<Registry> {
+        let registry = self.registry(namespace, limits)?;
         check_names(&registry)?;
         Ok(registry)
     }
+}
+
+/// The error for the `i`-th tool, which is not JSON.
+fn not_json(i: usize, item: &Bound<'_, PyAny>, why: String) -> toolrag::Error {
+    let name = item
+        .get_item("name")
+        .ok()
+        .and_then(|n| n.extract::<String>().ok());
+    let what = name.map_or_else(String::new, |n| format!("tool `{n}`: "));
+    toolrag::Error::Load(LoadErrors(vec![LoadError {
+        location: Location {
+            file: format!("tools[{i}]").into(),
+            line: 0,
+            column: 0,
+        },
+        message: format!("{what}not JSON: {why}"),
+        limit: None,
+    }]))
 }
 
 /// Refuses the tool names that `toolrag lint` reports as errors
@@ -215,16 +248,16 @@ fn open_searcher(
 
 #[pymethods]
 impl Index {
-    /// Builds an index of `tools_json` (a JSON list of tool objects) or of
+    /// Builds an index of `tools` (a list of tool dicts) or of
     /// the registry files and folders `paths`, into `path` (a temporary
     /// folder when `None`), and opens it. Returns the index and the build
     /// report. Ctrl-C stops the build (nothing is published).
     #[staticmethod]
-    #[pyo3(signature = (tools_json, paths, path, config, model, namespace, progress, lexical_only, limits))]
+    #[pyo3(signature = (tools, paths, path, config, model, namespace, progress, lexical_only, limits))]
     #[allow(clippy::too_many_arguments)]
     fn build<'py>(
         py: Python<'py>,
-        tools_json: Option<String>,
+        tools: Option<Bound<'py, PyList>>,
         paths: Option<Vec<PathBuf>>,
         path: Option<PathBuf>,
         config: Option<PathBuf>,
@@ -234,7 +267,7 @@ impl Index {
         lexical_only: bool,
         limits: Vec<(String, u64)>,
     ) -> PyResult<(Index, Bound<'py, PyDict>)> {
-        let tools = Tools::from_args(tools_json, paths)?;
+        let tools = Tools::from_args(tools, paths)?;
         let (index, report) = crate::cancel::run(py, |cancel| {
             let config = load_config(config)?;
             let registry = tools.load(&namespace, load_limits(&limits)?)?;
@@ -302,17 +335,17 @@ impl Index {
         .map_err(to_py)
     }
 
-    /// The top `k` tools for `query`.
-    #[pyo3(signature = (query, k, mode, namespaces))]
+    /// The top `k` tools for `request`.
+    #[pyo3(signature = (request, k, mode, namespaces))]
     fn search(
         &self,
         py: Python<'_>,
-        query: String,
+        request: String,
         k: usize,
         mode: &str,
         namespaces: Vec<String>,
     ) -> PyResult<Vec<Hit>> {
-        let (searcher, req) = self.request(query, k, mode, namespaces)?;
+        let (searcher, req) = self.request(request, k, mode, namespaces)?;
         let result = py.detach(|| searcher.search(&req)).map_err(to_py)?;
         Ok(result
             .hits
@@ -329,24 +362,28 @@ impl Index {
             .collect())
     }
 
-    /// The Khipu candidate handle set for `query`, as JSON: exactly what
+    /// The Khipu candidate handle set for `request`, as a dict: exactly what
     /// `toolrag query --format khipu` prints.
-    #[pyo3(signature = (query, k, mode, namespaces))]
-    fn khipu(
+    #[pyo3(signature = (request, k, mode, namespaces))]
+    fn khipu<'py>(
         &self,
-        py: Python<'_>,
-        query: String,
+        py: Python<'py>,
+        request: String,
         k: usize,
         mode: &str,
         namespaces: Vec<String>,
-    ) -> PyResult<String> {
-        let (searcher, req) = self.request(query, k, mode, namespaces)?;
-        py.detach(|| {
-            let result = searcher.search(&req)?;
-            let set = khipu::candidate_set(&result, |id| searcher.tool(id));
-            Ok(serde_json::to_string_pretty(&set).unwrap_or_default())
-        })
-        .map_err(to_py)
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (searcher, req) = self.request(request, k, mode, namespaces)?;
+        let value = py
+            .detach(|| {
+                let result = searcher.search(&req)?;
+                let set = khipu::candidate_set(&result, |id| searcher.tool(id));
+                // Through text, so that an f32 score is the number the CLI
+                // prints (0.84937537), not its f64 widening.
+                crate::convert::through_text(serde_json::to_string(&set))
+            })
+            .map_err(to_py)?;
+        crate::convert::to_py(py, &value)
     }
 
     /// Asks the plan model at `url` for a Khipu plan over the candidates of
@@ -387,17 +424,17 @@ impl Index {
     /// Rebuilds the index in place from new tools, embedding only new and
     /// changed texts, and switches to it. Returns the build report. Ctrl-C
     /// stops the rebuild (the index stays as it was).
-    #[pyo3(signature = (tools_json, paths, namespace, progress, limits))]
+    #[pyo3(signature = (tools, paths, namespace, progress, limits))]
     fn update<'py>(
         &self,
         py: Python<'py>,
-        tools_json: Option<String>,
+        tools: Option<Bound<'py, PyList>>,
         paths: Option<Vec<PathBuf>>,
         namespace: String,
         progress: bool,
         limits: Vec<(String, u64)>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let tools = Tools::from_args(tools_json, paths)?;
+        let tools = Tools::from_args(tools, paths)?;
         let report = crate::cancel::run(py, |cancel| {
             let _one_at_a_time = self.updating.lock().unwrap_or_else(|p| p.into_inner());
             let registry = tools.load(&namespace, load_limits(&limits)?)?;
@@ -416,19 +453,25 @@ impl Index {
         self.searcher().tools().len()
     }
 
-    /// Every tool's definition, as a JSON list, in index order.
-    fn tools_json(&self, py: Python<'_>) -> String {
+    /// Every tool's definition, as a list of dicts, in index order.
+    fn tools<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let searcher = self.searcher();
-        py.detach(|| serde_json::to_string(searcher.tools()).unwrap_or_default())
+        let value = py
+            .detach(|| serde_json::to_value(searcher.tools()))
+            .map_err(crate::convert::json_error)?;
+        crate::convert::to_py(py, &value)
     }
 
-    /// The definition of the tool `id` (or its handle), as JSON; `None`
+    /// The definition of the tool `id` (or its handle), as a dict; `None`
     /// when there is no such tool.
-    fn tool_json(&self, id: &str) -> Option<String> {
+    fn tool<'py>(&self, py: Python<'py>, id: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
         let searcher = self.searcher();
-        searcher
-            .tool(id)
-            .map(|t| serde_json::to_string(t).unwrap_or_default())
+        searcher.tool(id).map(|t| tool_to_py(py, t)).transpose()
+    }
+
+    /// Whether there is a tool `id` (or a tool of that handle).
+    fn has(&self, id: &str) -> bool {
+        self.searcher().tool(id).is_some()
     }
 
     /// The index folder.
@@ -556,8 +599,10 @@ impl Hit {
     /// tools show --format json` prints it).
     #[getter]
     fn tool<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        py.import("json")?
-            .call_method1("loads", (self.tool_json(),))
+        match self.searcher.tool(&self.id) {
+            Some(t) => tool_to_py(py, t),
+            None => Ok(py.None().into_bound(py)),
+        }
     }
 
     /// The tool's full definition, as JSON.
@@ -574,4 +619,10 @@ impl Hit {
             self.rank, self.id, self.score
         )
     }
+}
+
+/// A tool's definition as a dict.
+fn tool_to_py<'py>(py: Python<'py>, t: &toolrag::ToolDef) -> PyResult<Bound<'py, PyAny>> {
+    let value = serde_json::to_value(t).map_err(crate::convert::json_error)?;
+    crate::convert::to_py(py, &value)
 }

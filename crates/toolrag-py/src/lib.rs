@@ -5,12 +5,14 @@
 //! the gate ([`checks`]), the plan model in the loop ([`plan`]), and the whole command line ([`run_cli`]), so the
 //! wheel's `toolrag` console script is the Rust program itself.
 //!
-//! Values cross the boundary as JSON text: Python's `json` module and serde
-//! agree on it, and every tool format the CLI reads is JSON already. Every
-//! call that embeds, builds or searches releases the GIL.
+//! Tool definitions, candidate sets, lint findings and build reports cross
+//! the boundary as Python objects (dicts and lists, [`convert`]), not JSON
+//! text; plans and verdicts of the gate still go as JSON text. Every call
+//! that embeds, builds or searches releases the GIL.
 
 mod cancel;
 mod checks;
+mod convert;
 mod errors;
 mod index;
 mod model;

@@ -74,12 +74,8 @@ def lint(
     from ._index import _limits
 
     _runtime.ensure()
-    tools_json, paths = prepare(tools)
-    raw = json.loads(
-        _native.lint(
-            tools_json, paths, None if config is None else os.fspath(config), namespace, lexical, _limits(limits)
-        )
-    )
+    items, paths = prepare(tools)
+    raw = _native.lint(items, paths, None if config is None else os.fspath(config), namespace, lexical, _limits(limits))
     return [
         Finding(
             rule=d["name"],

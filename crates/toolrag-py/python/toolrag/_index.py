@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sys
 import warnings
@@ -156,9 +155,9 @@ class Index:
         ``config`` file), :class:`toolrag.InvalidInput` (``path`` is a file).
         """
         _runtime.ensure()
-        tools_json, paths = prepare(tools)
+        items, paths = prepare(tools)
         native, report = _native.Index.build(
-            tools_json,
+            items,
             paths,
             _path(path),
             _path(config),
@@ -234,8 +233,7 @@ class Index:
         ``toolrag query --format khipu`` prints, valid against the plan
         contract. Give it to the plan model, then check its plan with
         :func:`toolrag.gate`."""
-        result: dict[str, Any] = json.loads(self._ix.khipu(request, _k(k), mode, _namespaces(namespace)))
-        return result
+        return self._ix.khipu(request, _k(k), mode, _namespaces(namespace))
 
     def plan(
         self,
@@ -336,17 +334,13 @@ class Index:
         it; searches running meanwhile finish on the old one. Returns the build
         report (``new``, ``changed``, ``removed``, ``embedded_texts``, ...).
         Ctrl-C stops it; the index stays as it was."""
-        tools_json, paths = prepare(tools)
-        self.report = self._ix.update(tools_json, paths, namespace, progress, _limits(limits))
+        items, paths = prepare(tools)
+        self.report = self._ix.update(items, paths, namespace, progress, _limits(limits))
         return self.report
 
     def get(self, id: str) -> dict[str, Any] | None:
         """The definition of tool ``id`` (or its ``tool://`` handle), or ``None``."""
-        text = self._ix.tool_json(id)
-        if text is None:
-            return None
-        tool: dict[str, Any] = json.loads(text)
-        return tool
+        return self._ix.tool(id)
 
     @property
     def path(self) -> str:
@@ -368,11 +362,10 @@ class Index:
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         """Every tool's definition, in index order."""
-        tools: list[dict[str, Any]] = json.loads(self._ix.tools_json())
-        return iter(tools)
+        return iter(self._ix.tools())
 
     def __contains__(self, id: object) -> bool:
-        return isinstance(id, str) and self._ix.tool_json(id) is not None
+        return isinstance(id, str) and self._ix.has(id)
 
     def __repr__(self) -> str:
         kind = "lexical-only" if self.lexical_only else "hybrid"
