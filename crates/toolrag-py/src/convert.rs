@@ -159,12 +159,6 @@ fn build<'py, 'v>(
     })
 }
 
-/// `serde_json::to_value`'s error as a Python exception (it fails only on a
-/// map with non-string keys, which toolrag's types do not have).
-pub fn json_error(e: serde_json::Error) -> PyErr {
-    pyo3::exceptions::PyRuntimeError::new_err(e.to_string())
-}
-
 /// A value serialized to JSON text read back as a value: its numbers are
 /// then those the text shows (an `f32` as its shortest decimal, as the CLI
 /// prints it), which `serde_json::to_value` would widen to `f64` digits.

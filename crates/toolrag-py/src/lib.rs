@@ -5,9 +5,11 @@
 //! the gate ([`checks`]), the plan model in the loop ([`plan`]), and the whole command line ([`run_cli`]), so the
 //! wheel's `toolrag` console script is the Rust program itself.
 //!
-//! Tool definitions, candidate sets, lint findings and build reports cross
-//! the boundary as Python objects (dicts and lists, [`convert`]), not JSON
-//! text; plans and verdicts of the gate still go as JSON text. Every call
+//! Tools going in, candidate sets, lint findings and build reports cross the
+//! boundary as Python objects (dicts and lists, [`convert`]), not JSON text;
+//! whole definitions coming out (`Index.get`, iteration, `Hit.tool`) and the
+//! gate's plans and verdicts still go as JSON text, which measured as fast or
+//! faster for them. Every call
 //! that embeds, builds or searches releases the GIL.
 
 mod cancel;

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 import warnings
@@ -340,7 +341,11 @@ class Index:
 
     def get(self, id: str) -> dict[str, Any] | None:
         """The definition of tool ``id`` (or its ``tool://`` handle), or ``None``."""
-        return self._ix.tool(id)
+        text = self._ix.tool_json(id)
+        if text is None:
+            return None
+        tool: dict[str, Any] = json.loads(text)
+        return tool
 
     @property
     def path(self) -> str:
@@ -362,7 +367,8 @@ class Index:
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         """Every tool's definition, in index order."""
-        return iter(self._ix.tools())
+        tools: list[dict[str, Any]] = json.loads(self._ix.tools_json())
+        return iter(tools)
 
     def __contains__(self, id: object) -> bool:
         return isinstance(id, str) and self._ix.has(id)
