@@ -1,7 +1,7 @@
 //! `toolrag._native`: the Python extension under the `toolrag` package.
 //!
 //! The Python package (`python/toolrag`) is the API users see; this module is
-//! what it calls: the index ([`index::Index`], [`index::Hit`]), the lint and
+//! what it calls: the index ([`index::Index`], [`hit::Hit`]), the lint and
 //! the gate ([`checks`]), the plan model in the loop ([`plan`]), and the whole command line ([`run_cli`]), so the
 //! wheel's `toolrag` console script is the Rust program itself.
 //!
@@ -16,6 +16,7 @@ mod cancel;
 mod checks;
 mod convert;
 mod errors;
+mod hit;
 mod index;
 mod model;
 mod plan;
@@ -48,6 +49,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(checks::gate, m)?)?;
     m.add_function(wrap_pyfunction!(model::default_model_name, m)?)?;
     m.add_class::<index::Index>()?;
-    m.add_class::<index::Hit>()?;
+    m.add_class::<hit::Hit>()?;
     Ok(())
 }
