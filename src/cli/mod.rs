@@ -152,7 +152,7 @@ impl RegistryArgs {
             anyhow::bail!("`-` (standard input) can be given only once");
         }
         let Some(at) = stdin_at else {
-            return Ok(toolrag::Registry::load(paths, &opts)?);
+            return Ok(toolrag::Registry::load(paths, &opts).map_err(limit_hint)?);
         };
         // The loader reads files and tells formats by extension: standard
         // input goes through a file named for the format it holds.
@@ -183,13 +183,32 @@ impl RegistryArgs {
             }
             other => other,
         };
-        let registry = toolrag::Registry::load(&paths, &opts).map_err(rename_error)?;
+        let registry = toolrag::Registry::load(&paths, &opts)
+            .map_err(rename_error)
+            .map_err(limit_hint)?;
         let mut tools = registry.into_tools();
         for t in &mut tools {
             rename(&mut t.source.location);
             t.source.spans.values_mut().for_each(rename);
         }
         Ok(toolrag::Registry::from_tools(tools).map_err(rename_error)?)
+    }
+}
+
+/// Says how to raise a limit the registry went over, the command line's way
+/// (the library's message names the limit only).
+fn limit_hint(e: toolrag::Error) -> toolrag::Error {
+    match e {
+        toolrag::Error::Load(mut errors) => {
+            for e in &mut errors.0 {
+                if let Some(name) = e.limit {
+                    e.message
+                        .push_str(&format!(" (raise it with --limit {name}=N)"));
+                }
+            }
+            toolrag::Error::Load(errors)
+        }
+        other => other,
     }
 }
 

@@ -23,6 +23,11 @@ GOLDEN = REPO / "tests" / "golden" / "tools-queries.jsonl"
 SCHEMA = REPO / "spec" / "khipu-plan.schema.json"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # `make python-test` runs the slow tests too; `-m "not slow"` leaves them out.
+    config.addinivalue_line("markers", "slow: a test of many seconds (a fresh venv, a large build)")
+
+
 def rust_binary() -> Path:
     """The Rust binary to compare with: TOOLRAG_BIN, else target/release or target/debug."""
     env = os.environ.get("TOOLRAG_BIN")
@@ -41,6 +46,13 @@ def rust_env() -> dict[str, str]:
     env["TOOLRAG_MODEL_DIR"] = str(REPO / "models")
     env.pop("ORT_DYLIB_PATH", None)
     return env
+
+
+def wheel() -> Path:
+    """The wheel in target/wheels (``make wheel``)."""
+    wheels = sorted((REPO / "target" / "wheels").glob("toolrag-*.whl"))
+    assert wheels, "no wheel: run `make wheel`"
+    return wheels[-1]
 
 
 def console_script() -> str:

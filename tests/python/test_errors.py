@@ -20,10 +20,19 @@ def test_the_hierarchy() -> None:
         toolrag.IndexNotFound,
         toolrag.IndexCorrupted,
         toolrag.ModelMissing,
+        toolrag.FileMissing,
+        toolrag.MissingExtra,
+        toolrag.IncompatibleFramework,
+        toolrag.PlanAborted,
+        toolrag.PlannerUnavailable,
     ):
         assert issubclass(cls, toolrag.Error)
+        assert cls.__name__ in toolrag.__all__
     assert issubclass(toolrag.InvalidRegistry, ValueError)
+    assert issubclass(toolrag.InvalidInput, ValueError)
     assert issubclass(toolrag.IndexNotFound, FileNotFoundError)
+    assert issubclass(toolrag.FileMissing, FileNotFoundError)
+    assert issubclass(toolrag.MissingExtra, ImportError)
 
 
 def test_a_malformed_tool_names_its_position_and_field(weather_tools: list[dict[str, Any]]) -> None:
@@ -117,9 +126,16 @@ def test_queries_empty_huge_and_wrong(tools_index: toolrag.Index) -> None:
     with pytest.raises(toolrag.InvalidInput, match="mode"):
         tools_index.search("x", mode="fuzzy")  # type: ignore[arg-type]
     with pytest.raises(TypeError):
-        tools_index.search(None)  # type: ignore[arg-type]
-    with pytest.raises((OverflowError, TypeError)):
-        tools_index.search("x", k=-1)
+        tools_index.search(None)
+    # Every bad k is toolrag's InvalidInput (a ValueError), never OverflowError.
+    for bad_k in (-1, -(2**70), "3", 2.5, True):
+        with pytest.raises(toolrag.InvalidInput, match="k must be") as e:
+            tools_index.search("x", k=bad_k)  # type: ignore[arg-type]
+        assert isinstance(e.value, ValueError) and not isinstance(e.value, OverflowError)
+        with pytest.raises(toolrag.InvalidInput, match="k must be"):
+            tools_index.khipu("x", k=bad_k)  # type: ignore[arg-type]
+    # A k over the number of tools is every tool, however large.
+    assert len(tools_index.search("read a file", k=2**70)) == len(tools_index)
 
 
 def test_a_bad_config_names_file_and_key(tmp_path: Path, weather_tools: list[dict[str, Any]]) -> None:
@@ -146,3 +162,97 @@ def test_lexical_index_after_the_model_is_gone(tmp_path: Path) -> None:
     index = toolrag.Index.build(tmp_path / "git", tmp_path / "ix", lexical_only=True)
     assert toolrag.Index.open(tmp_path / "ix", model="no-such-model").lexical_only
     assert index.search("show the commit log", k=1)[0].namespace == "git"
+
+
+def test_a_missing_config_file_is_a_file_not_found_error(tmp_path: Path, weather_tools: list[dict[str, Any]]) -> None:
+    missing = tmp_path / "nope" / "toolrag.toml"
+    for call in (
+        lambda: toolrag.Index.build(weather_tools, config=missing, lexical_only=True),
+        lambda: toolrag.lint(weather_tools, config=missing, lexical=True),
+    ):
+        with pytest.raises(toolrag.FileMissing) as e:
+            call()
+        assert isinstance(e.value, FileNotFoundError) and isinstance(e.value, toolrag.Error)
+        assert e.value.path == str(missing) and e.value.filename == str(missing)
+        assert str(missing) in str(e.value) and "configuration" in str(e.value)
+
+
+def test_a_file_as_the_index_path_says_so(tmp_path: Path, weather_tools: list[dict[str, Any]]) -> None:
+    f = tmp_path / "index.json"
+    f.write_text("{}")
+    with pytest.raises(toolrag.InvalidInput) as e:
+        toolrag.Index.build(weather_tools, f, lexical_only=True)
+    assert f"{f} is a file: an index is a folder" in str(e.value)
+    assert "live generation" not in str(e.value) and "toolrag index" not in str(e.value)
+    with pytest.raises(toolrag.InvalidInput, match="is a file: an index is a folder"):
+        toolrag.Index.open(f)
+    assert f.read_text() == "{}"
+
+
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("", "is empty"),
+        ("read file", 'contains " "'),
+        ("../../etc/passwd", 'contains "/"'),
+        ("x" * 65, "has 65 characters"),
+        ("café", 'contains "é"'),
+    ],
+)
+def test_the_build_refuses_tool_names_lint_calls_errors(name: str, why: str) -> None:
+    tools = [
+        {"name": "fine", "description": "A tool with a good name."},
+        {"name": name, "description": "A tool with a bad name."},
+    ]
+    # lint reports the name as an error (TR013, invalid-tool-name)...
+    findings = toolrag.lint(tools, lexical=True)
+    assert [f.severity for f in findings if f.rule == "invalid-tool-name"] == ["error"]
+    # ... and the build refuses it, by position, instead of an id like `tools/`.
+    for call in (
+        lambda: toolrag.Index.build(tools, lexical_only=True),
+        lambda: toolrag.Index.build([tools[0]], lexical_only=True).update(tools),
+    ):
+        with pytest.raises(toolrag.InvalidRegistry) as e:
+            call()
+        assert [x["file"] for x in e.value.errors] == ["tools[1]"]
+        assert why in e.value.errors[0]["message"], e.value.errors[0]["message"]
+        assert "^[A-Za-z0-9_.-]{1,64}$" in e.value.errors[0]["message"]
+
+
+def test_limits_are_set_as_the_cli_sets_them(tmp_path: Path) -> None:
+    tools = [{"name": "huge", "description": "Reads a file. " + "x" * 70_000}]
+    with pytest.raises(toolrag.InvalidRegistry) as e:
+        toolrag.Index.build(tools, lexical_only=True)
+    message = e.value.errors[0]["message"]
+    assert "over the limit description-bytes of 65536" in message
+    # Python's hint, not the CLI's flag.
+    assert 'raise it with limits={"description-bytes": N}' in message and "--limit" not in str(e.value)
+    assert e.value.errors[0]["limit"] == "description-bytes"
+
+    index = toolrag.Index.build(tools, lexical_only=True, limits={"description-bytes": 100_000})
+    assert len(index) == 1
+    assert index.update(tools, limits={"description_bytes": 100_000})["tools"] == 1
+    with pytest.raises(toolrag.InvalidRegistry, match="limits="):
+        index.update(tools)
+    findings = toolrag.lint(tools, lexical=True, limits={"description-bytes": 100_000})
+    assert findings and all(f.tool == "tools/huge" for f in findings)
+    with pytest.raises(toolrag.InvalidRegistry, match="limits="):
+        toolrag.lint(tools, lexical=True)
+
+    # A registry file, with every limit the CLI's --limit names.
+    f = tmp_path / "many.jsonl"
+    f.write_text("".join(f'{{"name": "t{i}", "description": "Tool {i}."}}\n' for i in range(5)))
+    with pytest.raises(toolrag.InvalidRegistry, match="tools-per-file"):
+        toolrag.Index.build(f, lexical_only=True, limits={"tools-per-file": 3})
+    with pytest.raises(toolrag.InvalidRegistry, match="file-bytes"):
+        toolrag.Index.build(f, lexical_only=True, limits={"file-bytes": 10})
+    assert len(toolrag.Index.build(f, lexical_only=True, limits={"tools-per-file": 5, "schema-depth": 8})) == 5
+
+    for bad, match in (
+        ({"descripton-bytes": 1}, "unknown limit"),
+        ({"description-bytes": -1}, "whole number"),
+        ({"description-bytes": "lots"}, "whole number"),
+        ([("description-bytes", 1)], "must be a dict"),
+    ):
+        with pytest.raises(toolrag.InvalidInput, match=match):
+            toolrag.Index.build(tools, lexical_only=True, limits=bad)  # type: ignore[arg-type]

@@ -136,7 +136,7 @@ def test_update_embeds_only_what_changed(tmp_path: Path, weather_tools: list[dic
     more = [*weather_tools[:3], weather_tools[3]]
     report = index.update(more)
     assert report["new"] == 1 and report["changed"] == 0 and report["removed"] == 0
-    assert report["reusedTexts"] > 0
+    assert report["reused_texts"] > 0
     assert len(index) == 4
     assert index.search("convert 10 dollars to yen", k=1)[0].id == "tools/convert_currency"
     # The index on disk is the updated one.

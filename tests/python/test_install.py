@@ -12,13 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, TOOLS, run, rust_binary, rust_env
-
-
-def wheel() -> Path:
-    wheels = sorted((REPO / "target" / "wheels").glob("toolrag-*.whl"))
-    assert wheels, "no wheel: run `make wheel`"
-    return wheels[-1]
+from conftest import REPO, TOOLS, run, rust_binary, rust_env, wheel
 
 
 @pytest.fixture(scope="module")

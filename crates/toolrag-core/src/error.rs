@@ -148,6 +148,18 @@ pub enum Error {
     /// A configuration (`toolrag.toml`) is invalid: the file, line and key.
     #[error("{0}")]
     Config(ConfigError),
+
+    /// The caller asked the build to stop ([`BuildOptions::cancel`] in the
+    /// engine): nothing was published and the staged generation is removed.
+    #[error(
+        "the index build was cancelled: nothing was published, and the live generation in {} \
+         (if any) is untouched",
+        out.display()
+    )]
+    Cancelled {
+        /// The index folder.
+        out: PathBuf,
+    },
 }
 
 /// Who has to act on an [`Error`]: the caller, or whoever runs the index.
@@ -176,7 +188,8 @@ impl Error {
             | Error::NoIndex { .. }
             | Error::Locked { .. }
             | Error::InvalidInput(_)
-            | Error::Config(_) => ErrorKind::Caller,
+            | Error::Config(_)
+            | Error::Cancelled { .. } => ErrorKind::Caller,
             Error::Io { .. }
             | Error::ModelCorrupt { .. }
             | Error::Embed(_)
@@ -256,6 +269,10 @@ pub struct LoadError {
     pub location: Location,
     /// What is wrong.
     pub message: String,
+    /// The limit of [`LoadLimits`](crate::registry::LoadLimits) that was
+    /// exceeded, by name (`description-bytes`), when that is the problem: each
+    /// front end says how to raise it (the CLI's `--limit`, Python's `limits=`).
+    pub limit: Option<&'static str>,
 }
 
 impl fmt::Display for LoadError {

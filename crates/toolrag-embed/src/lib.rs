@@ -35,9 +35,22 @@ pub fn embed_documents_chunked(
     texts: &[String],
     on_chunk: &(dyn Fn(usize) + Sync),
 ) -> Result<Vec<Vec<f32>>> {
+    embed_documents_chunked_until(embedder, texts, on_chunk, &|| Ok(()))
+}
+
+/// [`embed_documents_chunked`], asking `go_on` before each chunk: its error
+/// (a cancelled build) stops the embedding after the chunks in flight, so a
+/// caller waits at most one chunk per worker.
+pub fn embed_documents_chunked_until(
+    embedder: &dyn Embedder,
+    texts: &[String],
+    on_chunk: &(dyn Fn(usize) + Sync),
+    go_on: &(dyn Fn() -> Result<()> + Sync),
+) -> Result<Vec<Vec<f32>>> {
     let chunks: Vec<Vec<Vec<f32>>> = texts
         .par_chunks(EMBED_CHUNK)
         .map(|chunk| {
+            go_on()?;
             let vectors = embedder.embed_documents(chunk)?;
             if vectors.len() != chunk.len() {
                 return Err(Error::Embed(format!(

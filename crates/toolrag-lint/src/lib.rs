@@ -42,7 +42,7 @@ pub use config::{
     IgnoreEntry, LintConfig, Profile, Thresholds, CONFIG_FILE, CONSUMER_RULES, LINT_KEYS,
 };
 pub use rule::{RuleCode, RuleInfo};
-pub use rules::{find_rule, rules, rules_index_page};
+pub use rules::{find_rule, rules, rules_index_page, tool_name_error};
 
 /// Scans text the model will read but nobody vetted, such as a tool's
 /// result, with the detectors of `hidden-instructions` (TR010) other than

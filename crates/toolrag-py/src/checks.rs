@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 
 use pyo3::prelude::*;
+use pyo3::types::PyList;
 use toolrag::lint as rules;
 use toolrag::lint::LintContext;
-use toolrag::{LoadOptions, Registry};
 
 use crate::errors::to_py;
 use crate::model;
@@ -15,44 +15,39 @@ use crate::model;
 /// `lexical`), token counts are exact and confusable-tools compares
 /// embeddings, as `toolrag lint` does.
 #[pyfunction]
-#[pyo3(signature = (tools_json, paths, config, namespace, lexical))]
-pub fn lint(
-    py: Python<'_>,
-    tools_json: Option<String>,
+#[pyo3(signature = (tools, paths, config, namespace, lexical, limits))]
+pub fn lint<'py>(
+    py: Python<'py>,
+    tools: Option<Bound<'py, PyList>>,
     paths: Option<Vec<PathBuf>>,
     config: Option<PathBuf>,
     namespace: String,
     lexical: bool,
-) -> PyResult<String> {
-    py.detach(|| -> toolrag::Result<String> {
-        let full = match config {
-            Some(p) => toolrag::config::Config::load(Some(&p))?,
-            None => toolrag::config::Config::default(),
-        };
-        let registry = match (tools_json, paths) {
-            (Some(text), _) => {
-                let values: Vec<serde_json::Value> = serde_json::from_str(&text)
-                    .map_err(|e| toolrag::Error::InvalidInput(format!("tools: {e}")))?;
-                Registry::from_values(values, &namespace, "tools", &LoadOptions::default())?
+    limits: Vec<(String, u64)>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let tools = crate::index::Tools::from_args(tools, paths)?;
+    let value = py
+        .detach(|| -> toolrag::Result<serde_json::Value> {
+            let full = crate::index::load_config(config)?;
+            let registry = tools.registry(&namespace, crate::index::load_limits(&limits)?)?;
+            let mut cx = LintContext::new(full.lint.clone());
+            // The model is a nicety here: without it the lint runs lexically.
+            if let Ok(dir) = model::locate(&model::choice(None, &full.model)) {
+                cx = cx.with_token_counter(toolrag::embed::TokenCounter::load(&dir)?);
+                let confusable = rules::find_rule("confusable-tools");
+                let wanted =
+                    confusable.is_some_and(|r| cx.config.level_of(r) != rules::Level::Ignore);
+                if !lexical && wanted && registry.len() >= 2 {
+                    let embedder = model::embedder(&dir)?;
+                    let vectors = rules::similarity::embed_tools(&registry, embedder.as_ref())?;
+                    cx = cx.with_embeddings(vectors);
+                }
             }
-            (None, paths) => Registry::load(&paths.unwrap_or_default(), &LoadOptions::default())?,
-        };
-        let mut cx = LintContext::new(full.lint.clone());
-        // The model is a nicety here: without it the lint runs lexically.
-        if let Ok(dir) = model::locate(&model::choice(None, &full.model)) {
-            cx = cx.with_token_counter(toolrag::embed::TokenCounter::load(&dir)?);
-            let confusable = rules::find_rule("confusable-tools");
-            let wanted = confusable.is_some_and(|r| cx.config.level_of(r) != rules::Level::Ignore);
-            if !lexical && wanted && registry.len() >= 2 {
-                let embedder = model::embedder(&dir)?;
-                let vectors = rules::similarity::embed_tools(&registry, embedder.as_ref())?;
-                cx = cx.with_embeddings(vectors);
-            }
-        }
-        let diagnostics = rules::lint(&registry, &cx);
-        Ok(serde_json::to_string(&diagnostics).unwrap_or_default())
-    })
-    .map_err(to_py)
+            let diagnostics = rules::lint(&registry, &cx);
+            crate::convert::through_text(serde_json::to_string(&diagnostics))
+        })
+        .map_err(to_py)?;
+    crate::convert::to_py(py, &value)
 }
 
 /// Checks a Khipu plan (JSON text) against the offered candidates (JSON: a

@@ -11,7 +11,7 @@ use toolrag::Error;
 
 /// The Python exception for `err`.
 pub fn to_py(err: Error) -> PyErr {
-    Python::attach(|py| build(py, &err).unwrap_or_else(|e| e))
+    Python::attach(|py| build(py, err).unwrap_or_else(|e| e))
 }
 
 /// The Python exception for any error of a front end (anyhow), after the
@@ -26,7 +26,25 @@ pub fn message_error(class: &str, message: String) -> PyErr {
     })
 }
 
-fn build(py: Python<'_>, err: &Error) -> PyResult<PyErr> {
+/// The error with Python's hints: a limit is raised with `limits=`, not
+/// the CLI's `--limit`.
+fn with_python_hints(err: Error) -> Error {
+    match err {
+        Error::Load(mut errors) => {
+            for e in &mut errors.0 {
+                if let Some(name) = e.limit {
+                    e.message
+                        .push_str(&format!(" (raise it with limits={{\"{name}\": N}})"));
+                }
+            }
+            Error::Load(errors)
+        }
+        other => other,
+    }
+}
+
+fn build(py: Python<'_>, err: Error) -> PyResult<PyErr> {
+    let err = &with_python_hints(err);
     let details = PyDict::new(py);
     let class = match err {
         Error::Load(errors) => {
@@ -38,6 +56,7 @@ fn build(py: Python<'_>, err: &Error) -> PyResult<PyErr> {
                 item.set_item("line", line)?;
                 item.set_item("column", line.map(|_| e.location.column))?;
                 item.set_item("message", &e.message)?;
+                item.set_item("limit", e.limit)?;
                 list.append(item)?;
             }
             details.set_item("errors", list)?;
@@ -54,6 +73,11 @@ fn build(py: Python<'_>, err: &Error) -> PyResult<PyErr> {
             "IndexNotFound"
         }
         Error::ModelNotFound { .. } | Error::ModelUnavailable { .. } => "ModelMissing",
+        Error::Io { path, source } if source.kind() == std::io::ErrorKind::NotFound => {
+            details.set_item("path", path.display().to_string())?;
+            details.set_item("filename", path.display().to_string())?;
+            "FileMissing"
+        }
         Error::ModelCorrupt { dir, .. } => {
             details.set_item("path", dir.display().to_string())?;
             "ModelMissing"

@@ -2,17 +2,21 @@
 //! index, with the GIL released for all of it.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, RwLock};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
 use toolrag::config::Config;
 use toolrag::embed::Embedder;
-use toolrag::index::{BuildModel, BuildOptions, BuildProgress};
+use toolrag::index::{BuildModel, BuildOptions, BuildProgress, BuildReport};
+use toolrag::registry::{LoadError, LoadErrors, LoadLimits, Location};
 use toolrag::search::{khipu, Mode, SearchRequest};
 use toolrag::{LoadOptions, Registry, Searcher};
 
 use crate::errors::to_py;
+use crate::hit::Hit;
 use crate::model;
 
 /// What an index is open on. Replaced whole by `update`.
@@ -31,31 +35,123 @@ struct Setup {
     model: Option<toolrag::embed::ModelConfig>,
 }
 
-/// Where the tools come from: JSON text (a list of tool objects) or paths.
-enum Tools {
-    Json(String),
+/// Where the tools come from: tool objects (converted from the Python
+/// dicts, under the GIL) or registry paths.
+pub enum Tools {
+    Values(Vec<serde_json::Value>),
     Paths(Vec<PathBuf>),
 }
 
 impl Tools {
-    fn from_args(json: Option<String>, paths: Option<Vec<PathBuf>>) -> PyResult<Tools> {
-        match (json, paths) {
-            (Some(j), None) => Ok(Tools::Json(j)),
+    /// The tools of `tools` (a list of tool dicts) or `paths`. A value that
+    /// is not JSON (a set, NaN) is an `InvalidRegistry` naming `tools[i]`.
+    pub fn from_args(
+        tools: Option<Bound<'_, PyList>>,
+        paths: Option<Vec<PathBuf>>,
+    ) -> PyResult<Tools> {
+        match (tools, paths) {
+            (Some(list), None) => {
+                let mut values = Vec::with_capacity(list.len());
+                for (i, item) in list.iter().enumerate() {
+                    let value = crate::convert::to_value(&item)
+                        .map_err(|why| to_py(not_json(i, &item, why)))?;
+                    values.push(value);
+                }
+                Ok(Tools::Values(values))
+            }
             (None, Some(p)) => Ok(Tools::Paths(p)),
-            _ => Err(PyValueError::new_err("give tools as JSON or as paths")),
+            _ => Err(PyValueError::new_err("give tools as a list or as paths")),
         }
     }
 
-    fn load(self, namespace: &str) -> toolrag::Result<Registry> {
+    /// The registry of these tools, within `limits`, as the lint reads it.
+    pub fn registry(self, namespace: &str, limits: LoadLimits) -> toolrag::Result<Registry> {
+        let opts = LoadOptions {
+            limits,
+            ..LoadOptions::default()
+        };
         match self {
-            Tools::Paths(paths) => Registry::load(&paths, &LoadOptions::default()),
-            Tools::Json(text) => {
-                let values: Vec<serde_json::Value> = serde_json::from_str(&text)
-                    .map_err(|e| toolrag::Error::InvalidInput(format!("tools: {e}")))?;
-                Registry::from_values(values, namespace, "tools", &LoadOptions::default())
-            }
+            Tools::Paths(paths) => Registry::load(&paths, &opts),
+            Tools::Values(values) => Registry::from_values(values, namespace, "tools", &opts),
         }
     }
+
+    /// The registry to build: [`Tools::registry`], and a tool name that lint
+    /// calls an error (`""`, spaces, over 64 characters) is refused, as every
+    /// bad tool is: with its position and field.
+    pub fn load(self, namespace: &str, limits: LoadLimits) -> toolrag::Result<Registry> {
+        let registry = self.registry(namespace, limits)?;
+        check_names(&registry)?;
+        Ok(registry)
+    }
+}
+
+/// The error for the `i`-th tool, which is not JSON.
+fn not_json(i: usize, item: &Bound<'_, PyAny>, why: String) -> toolrag::Error {
+    let name = item
+        .get_item("name")
+        .ok()
+        .and_then(|n| n.extract::<String>().ok());
+    let what = name.map_or_else(String::new, |n| format!("tool `{n}`: "));
+    toolrag::Error::Load(LoadErrors(vec![LoadError {
+        location: Location {
+            file: format!("tools[{i}]").into(),
+            line: 0,
+            column: 0,
+        },
+        message: format!("{what}not JSON: {why}"),
+        limit: None,
+    }]))
+}
+
+/// Refuses the tool names that `toolrag lint` reports as errors
+/// (invalid-tool-name, TR013): `""` would otherwise become the id `tools/`.
+fn check_names(registry: &Registry) -> toolrag::Result<()> {
+    let errors: Vec<LoadError> = registry
+        .tools()
+        .iter()
+        .filter_map(|t| {
+            toolrag::lint::tool_name_error(&t.name).map(|message| LoadError {
+                location: t.source.location.clone(),
+                message,
+                limit: None,
+            })
+        })
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(toolrag::Error::Load(LoadErrors(errors)))
+    }
+}
+
+/// The load limits from `limits` (`(name, value)` pairs, named as the CLI's
+/// `--limit` names them), over the defaults.
+pub fn load_limits(limits: &[(String, u64)]) -> toolrag::Result<LoadLimits> {
+    let mut l = LoadLimits::default();
+    for (name, value) in limits {
+        l.set(name, *value)
+            .map_err(|e| toolrag::Error::InvalidInput(format!("limits: {e}")))?;
+    }
+    Ok(l)
+}
+
+/// The build report as a dict with snake_case keys (the field names).
+fn report_dict<'py>(py: Python<'py>, r: &BuildReport) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("tools", r.tools)?;
+    d.set_item("new", r.new)?;
+    d.set_item("changed", r.changed)?;
+    d.set_item("removed", r.removed)?;
+    d.set_item("reused", r.reused)?;
+    d.set_item("embedded_texts", r.embedded_texts)?;
+    d.set_item("reused_texts", r.reused_texts)?;
+    d.set_item("lexical_only", r.lexical_only)?;
+    d.set_item("seconds", r.seconds)?;
+    d.set_item("embed_seconds", r.embed_seconds)?;
+    d.set_item("graph", r.graph)?;
+    d.set_item("generation", r.generation.display().to_string())?;
+    Ok(d)
 }
 
 /// An index of tools, open for search.
@@ -69,8 +165,17 @@ pub struct Index {
     updating: std::sync::Mutex<()>,
 }
 
-fn load_config(config: Option<PathBuf>) -> toolrag::Result<Config> {
+/// The configuration in `config` (the defaults without one). A file that
+/// is not there is `toolrag.FileMissing`, a `FileNotFoundError`.
+pub fn load_config(config: Option<PathBuf>) -> toolrag::Result<Config> {
     match config {
+        Some(p) if !p.exists() => Err(toolrag::Error::io(
+            p,
+            std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "no such configuration file (config=)",
+            ),
+        )),
         Some(p) => Config::load(Some(&p)),
         None => Ok(Config::default()),
     }
@@ -105,13 +210,15 @@ fn build_and_open(
     registry: Registry,
     setup: &Setup,
     progress: bool,
-) -> toolrag::Result<(Arc<Searcher>, toolrag::index::BuildReport)> {
+    cancel: Arc<AtomicBool>,
+) -> toolrag::Result<(Arc<Searcher>, BuildReport)> {
     let embedder = match &setup.model {
         Some(choice) => Some(model::embedder(&model::locate(choice)?)?),
         None => None,
     };
     let mut opts = BuildOptions::new(setup.path.clone());
     opts.boosts = setup.config.index.boosts.unwrap_or_default();
+    opts.cancel = Some(cancel);
     let pb = progress_bar(progress);
     let on_progress = |p: BuildProgress| {
         if let Some(pb) = &pb {
@@ -142,16 +249,16 @@ fn open_searcher(
 
 #[pymethods]
 impl Index {
-    /// Builds an index of `tools_json` (a JSON list of tool objects) or of
+    /// Builds an index of `tools` (a list of tool dicts) or of
     /// the registry files and folders `paths`, into `path` (a temporary
     /// folder when `None`), and opens it. Returns the index and the build
-    /// report as JSON.
+    /// report. Ctrl-C stops the build (nothing is published).
     #[staticmethod]
-    #[pyo3(signature = (tools_json, paths, path, config, model, namespace, progress, lexical_only))]
+    #[pyo3(signature = (tools, paths, path, config, model, namespace, progress, lexical_only, limits))]
     #[allow(clippy::too_many_arguments)]
-    fn build(
-        py: Python<'_>,
-        tools_json: Option<String>,
+    fn build<'py>(
+        py: Python<'py>,
+        tools: Option<Bound<'py, PyList>>,
         paths: Option<Vec<PathBuf>>,
         path: Option<PathBuf>,
         config: Option<PathBuf>,
@@ -159,11 +266,12 @@ impl Index {
         namespace: String,
         progress: bool,
         lexical_only: bool,
-    ) -> PyResult<(Index, String)> {
-        let tools = Tools::from_args(tools_json, paths)?;
-        py.detach(|| {
+        limits: Vec<(String, u64)>,
+    ) -> PyResult<(Index, Bound<'py, PyDict>)> {
+        let tools = Tools::from_args(tools, paths)?;
+        let (index, report) = crate::cancel::run(py, |cancel| {
             let config = load_config(config)?;
-            let registry = tools.load(&namespace)?;
+            let registry = tools.load(&namespace, load_limits(&limits)?)?;
             let (path, temp) = match path {
                 Some(p) => (p, None),
                 None => {
@@ -181,8 +289,7 @@ impl Index {
                 config,
                 model,
             };
-            let (searcher, report) = build_and_open(registry, &setup, progress)?;
-            let report = serde_json::to_string(&report).unwrap_or_default();
+            let (searcher, report) = build_and_open(registry, &setup, progress, cancel)?;
             Ok((
                 Index {
                     state: RwLock::new(State { searcher }),
@@ -191,8 +298,8 @@ impl Index {
                 },
                 report,
             ))
-        })
-        .map_err(to_py)
+        })?;
+        Ok((index, report_dict(py, &report)?))
     }
 
     /// Opens the index in `path`, with the model it needs (none for a
@@ -229,17 +336,17 @@ impl Index {
         .map_err(to_py)
     }
 
-    /// The top `k` tools for `query`.
-    #[pyo3(signature = (query, k, mode, namespaces))]
+    /// The top `k` tools for `request`.
+    #[pyo3(signature = (request, k, mode, namespaces))]
     fn search(
         &self,
         py: Python<'_>,
-        query: String,
+        request: String,
         k: usize,
         mode: &str,
         namespaces: Vec<String>,
     ) -> PyResult<Vec<Hit>> {
-        let (searcher, req) = self.request(query, k, mode, namespaces)?;
+        let (searcher, req) = self.request(request, k, mode, namespaces)?;
         let result = py.detach(|| searcher.search(&req)).map_err(to_py)?;
         Ok(result
             .hits
@@ -256,24 +363,28 @@ impl Index {
             .collect())
     }
 
-    /// The Khipu candidate handle set for `query`, as JSON: exactly what
+    /// The Khipu candidate handle set for `request`, as a dict: exactly what
     /// `toolrag query --format khipu` prints.
-    #[pyo3(signature = (query, k, mode, namespaces))]
-    fn khipu(
+    #[pyo3(signature = (request, k, mode, namespaces))]
+    fn khipu<'py>(
         &self,
-        py: Python<'_>,
-        query: String,
+        py: Python<'py>,
+        request: String,
         k: usize,
         mode: &str,
         namespaces: Vec<String>,
-    ) -> PyResult<String> {
-        let (searcher, req) = self.request(query, k, mode, namespaces)?;
-        py.detach(|| {
-            let result = searcher.search(&req)?;
-            let set = khipu::candidate_set(&result, |id| searcher.tool(id));
-            Ok(serde_json::to_string_pretty(&set).unwrap_or_default())
-        })
-        .map_err(to_py)
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (searcher, req) = self.request(request, k, mode, namespaces)?;
+        let value = py
+            .detach(|| {
+                let result = searcher.search(&req)?;
+                let set = khipu::candidate_set(&result, |id| searcher.tool(id));
+                // Through text, so that an f32 score is the number the CLI
+                // prints (0.84937537), not its f64 widening.
+                crate::convert::through_text(serde_json::to_string(&set))
+            })
+            .map_err(to_py)?;
+        crate::convert::to_py(py, &value)
     }
 
     /// Asks the plan model at `url` for a Khipu plan over the candidates of
@@ -312,28 +423,30 @@ impl Index {
     }
 
     /// Rebuilds the index in place from new tools, embedding only new and
-    /// changed texts, and switches to it. Returns the build report as JSON.
-    #[pyo3(signature = (tools_json, paths, namespace, progress))]
-    fn update(
+    /// changed texts, and switches to it. Returns the build report. Ctrl-C
+    /// stops the rebuild (the index stays as it was).
+    #[pyo3(signature = (tools, paths, namespace, progress, limits))]
+    fn update<'py>(
         &self,
-        py: Python<'_>,
-        tools_json: Option<String>,
+        py: Python<'py>,
+        tools: Option<Bound<'py, PyList>>,
         paths: Option<Vec<PathBuf>>,
         namespace: String,
         progress: bool,
-    ) -> PyResult<String> {
-        let tools = Tools::from_args(tools_json, paths)?;
-        py.detach(|| {
+        limits: Vec<(String, u64)>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let tools = Tools::from_args(tools, paths)?;
+        let report = crate::cancel::run(py, |cancel| {
             let _one_at_a_time = self.updating.lock().unwrap_or_else(|p| p.into_inner());
-            let registry = tools.load(&namespace)?;
-            let (searcher, report) = build_and_open(registry, &self.setup, progress)?;
+            let registry = tools.load(&namespace, load_limits(&limits)?)?;
+            let (searcher, report) = build_and_open(registry, &self.setup, progress, cancel)?;
             self.state
                 .write()
                 .unwrap_or_else(|p| p.into_inner())
                 .searcher = searcher;
-            Ok(serde_json::to_string(&report).unwrap_or_default())
-        })
-        .map_err(to_py)
+            Ok(report)
+        })?;
+        report_dict(py, &report)
     }
 
     /// The number of tools.
@@ -341,7 +454,11 @@ impl Index {
         self.searcher().tools().len()
     }
 
-    /// Every tool's definition, as a JSON list, in index order.
+    /// Every tool's definition, as a JSON list, in index order. Whole
+    /// definitions stay JSON text for `json.loads`: building them as objects
+    /// here measured slower (scripts/bench-python-boundary: 17 ms against
+    /// 11 ms of CPU for 1,000 definitions), as json.loads is C and shares its
+    /// keys.
     fn tools_json(&self, py: Python<'_>) -> String {
         let searcher = self.searcher();
         py.detach(|| serde_json::to_string(searcher.tools()).unwrap_or_default())
@@ -354,6 +471,11 @@ impl Index {
         searcher
             .tool(id)
             .map(|t| serde_json::to_string(t).unwrap_or_default())
+    }
+
+    /// Whether there is a tool `id` (or a tool of that handle).
+    fn has(&self, id: &str) -> bool {
+        self.searcher().tool(id).is_some()
     }
 
     /// The index folder.
@@ -414,89 +536,5 @@ impl Index {
         req.namespaces = namespaces;
         req.pin = pin;
         Ok((self.searcher(), req))
-    }
-}
-
-/// One tool found by a search.
-#[pyclass(frozen, freelist = 64, module = "toolrag._native", name = "Hit")]
-pub struct Hit {
-    /// The tool's id, `<namespace>/<name>` unless its definition gives one.
-    #[pyo3(get)]
-    id: String,
-    /// The fused score (higher is better).
-    #[pyo3(get)]
-    score: f64,
-    /// The rank, from 1.
-    #[pyo3(get)]
-    rank: usize,
-    /// The first sentence of the description.
-    #[pyo3(get)]
-    summary: String,
-    /// Whether the tool is in the result because it is pinned.
-    #[pyo3(get)]
-    pinned: bool,
-    searcher: Arc<Searcher>,
-}
-
-// A search makes k of these: only what the search already holds is kept,
-// and the rest is looked up in the index when it is read (a lexical query
-// takes about 20 microseconds, and each copied field shows).
-#[pymethods]
-impl Hit {
-    /// The name the tool is called by.
-    #[getter]
-    fn name(&self) -> &str {
-        self.searcher.tool(&self.id).map_or("", |t| t.name.as_str())
-    }
-
-    /// The tool's namespace: its MCP server, its folder or file.
-    #[getter]
-    fn namespace(&self) -> &str {
-        self.searcher
-            .tool(&self.id)
-            .map_or("", |t| t.namespace.as_str())
-    }
-
-    /// The MCP server (or registry namespace) the tool belongs to.
-    #[getter]
-    fn server(&self) -> &str {
-        self.namespace()
-    }
-
-    /// Where the tool was read from: a file (with line), or `tools[i]`.
-    #[getter]
-    fn source(&self) -> Option<String> {
-        self.searcher
-            .tool(&self.id)
-            .map(|t| t.source.location.to_string())
-    }
-
-    /// The tool's handle, `tool://<id>`.
-    #[getter]
-    fn handle(&self) -> String {
-        format!("{}{}", toolrag::registry::HANDLE_SCHEME, self.id)
-    }
-
-    /// The tool's full definition, as a dict (normalised, as `toolrag
-    /// tools show --format json` prints it).
-    #[getter]
-    fn tool<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        py.import("json")?
-            .call_method1("loads", (self.tool_json(),))
-    }
-
-    /// The tool's full definition, as JSON.
-    fn tool_json(&self) -> String {
-        self.searcher
-            .tool(&self.id)
-            .map(|t| serde_json::to_string(t).unwrap_or_default())
-            .unwrap_or_else(|| "null".into())
-    }
-
-    fn __repr__(&self) -> String {
-        format!(
-            "Hit(rank={}, id={:?}, score={:.4})",
-            self.rank, self.id, self.score
-        )
     }
 }

@@ -1,16 +1,22 @@
 //! `toolrag._native`: the Python extension under the `toolrag` package.
 //!
 //! The Python package (`python/toolrag`) is the API users see; this module is
-//! what it calls: the index ([`index::Index`], [`index::Hit`]), the lint and
+//! what it calls: the index ([`index::Index`], [`hit::Hit`]), the lint and
 //! the gate ([`checks`]), the plan model in the loop ([`plan`]), and the whole command line ([`run_cli`]), so the
 //! wheel's `toolrag` console script is the Rust program itself.
 //!
-//! Values cross the boundary as JSON text: Python's `json` module and serde
-//! agree on it, and every tool format the CLI reads is JSON already. Every
-//! call that embeds, builds or searches releases the GIL.
+//! Tools going in, candidate sets, lint findings and build reports cross the
+//! boundary as Python objects (dicts and lists, [`convert`]), not JSON text;
+//! whole definitions coming out (`Index.get`, iteration, `Hit.tool`) and the
+//! gate's plans and verdicts still go as JSON text, which measured as fast or
+//! faster for them. Every call
+//! that embeds, builds or searches releases the GIL.
 
+mod cancel;
 mod checks;
+mod convert;
 mod errors;
+mod hit;
 mod index;
 mod model;
 mod plan;
@@ -43,6 +49,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(checks::gate, m)?)?;
     m.add_function(wrap_pyfunction!(model::default_model_name, m)?)?;
     m.add_class::<index::Index>()?;
-    m.add_class::<index::Hit>()?;
+    m.add_class::<hit::Hit>()?;
     Ok(())
 }

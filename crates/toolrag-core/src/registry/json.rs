@@ -87,6 +87,7 @@ fn json_error(path: &Path, text: &str, e: &serde_json::Error, line_offset: usize
         location,
         // serde_json appends " at line L column C"; the location already says it.
         message: format!("invalid JSON: {}", strip_position(&e.to_string())),
+        limit: None,
     }
 }
 
@@ -125,6 +126,7 @@ fn normalise(
         return Err(LoadError {
             location,
             message: format!("a tool must be a JSON object, found {}", type_name(&item)),
+            limit: None,
         });
     }
     let raw: JsonTool = serde_path_to_error::deserialize(item).map_err(
@@ -138,6 +140,7 @@ fn normalise(
             LoadError {
                 location: location.clone(),
                 message: format!("invalid tool definition{at}: {}", e.inner()),
+                limit: None,
             }
         },
     )?;
@@ -163,6 +166,7 @@ fn normalise(
                 raw.name,
                 type_name(&other)
             ),
+                limit: None,
             })
         }
     };
@@ -252,6 +256,7 @@ pub(super) fn load_json(
                             message: "unknown format: a JSON registry is an MCP tools/list result \
                                       ({\"tools\": [...]}) or an OpenAI tools array ([...])"
                                 .into(),
+                            limit: None,
                         }],
                     )
                 }
@@ -266,6 +271,7 @@ pub(super) fn load_json(
                         "unknown format: expected a JSON object or array, found {}",
                         type_name(&other)
                     ),
+                    limit: None,
                 }],
             )
         }
@@ -386,6 +392,7 @@ pub(super) fn load_jsonl(
         errors.push(LoadError {
             location: Location::file_start(path),
             message: "the file holds no tools".into(),
+            limit: None,
         });
     }
     (tools, errors)

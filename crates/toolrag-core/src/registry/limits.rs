@@ -1,7 +1,9 @@
 //! Limits on what one registry file may hold, checked while loading, before
 //! a tool's text is parsed and copied: a one-tool file with a 50 MB
 //! description took 1 GB to list and 4.8 GB to index. Over a limit is a
-//! `file:line` [`LoadError`] that names the limit and how to raise it.
+//! `file:line` [`LoadError`] that names the limit; each front end says how
+//! to raise it (the CLI's `--limit NAME=N`, Python's `limits=`), so the
+//! message here carries no front end's wording.
 
 use std::io::Write;
 
@@ -89,14 +91,13 @@ impl LoadLimits {
         location: &Location,
         what: &str,
         found: String,
-        name: &str,
+        name: &'static str,
         limit: impl std::fmt::Display,
     ) -> LoadError {
         LoadError {
             location: location.clone(),
-            message: format!(
-                "{what} is {found}, over the limit of {limit} (raise it with --limit {name}=N)"
-            ),
+            message: format!("{what} is {found}, over the limit {name} of {limit}"),
+            limit: Some(name),
         }
     }
 
@@ -189,9 +190,16 @@ mod tests {
         assert!(l.check_tool(&at, "t", "short", &[]).is_ok());
         let long = "x".repeat(l.description_bytes + 1);
         let e = l.check_tool(&at, "t", &long, &[]).unwrap_err();
+        assert_eq!(e.limit, Some("description-bytes"));
         assert!(
-            e.message.contains("--limit description-bytes=N"),
+            e.message
+                .contains("over the limit description-bytes of 65536"),
             "{}",
+            e.message
+        );
+        assert!(
+            !e.message.contains("--limit"),
+            "no CLI wording: {}",
             e.message
         );
         l.set_from("description-bytes=1_000_000").unwrap();

@@ -159,6 +159,7 @@ impl Registry {
                         "duplicate tool id `{}` (first defined at {})",
                         t.id, first.source.location
                     ),
+                    limit: None,
                 });
                 continue;
             }
@@ -286,6 +287,7 @@ fn collect_files(path: &Path) -> std::result::Result<Vec<PathBuf>, LoadError> {
     let meta = std::fs::metadata(path).map_err(|e| LoadError {
         location: Location::file_start(path),
         message: format!("cannot read: {e}"),
+        limit: None,
     })?;
     if meta.is_file() {
         return Ok(vec![path.to_path_buf()]);
@@ -300,6 +302,7 @@ fn collect_files(path: &Path) -> std::result::Result<Vec<PathBuf>, LoadError> {
         let entry = entry.map_err(|e| LoadError {
             location: Location::file_start(e.path().unwrap_or(path)),
             message: format!("cannot read: {e}"),
+            limit: None,
         })?;
         if entry.file_type().is_file()
             && entry
@@ -315,6 +318,7 @@ fn collect_files(path: &Path) -> std::result::Result<Vec<PathBuf>, LoadError> {
         return Err(LoadError {
             location: Location::file_start(path),
             message: "no tool files (.toml, .json, .jsonl) found in this folder".into(),
+            limit: None,
         });
     }
     Ok(out)
@@ -345,6 +349,7 @@ fn load_file(path: &Path, opts: &LoadOptions) -> (Vec<ToolDef>, Vec<LoadError>) 
                 vec![LoadError {
                     location: Location::file_start(path),
                     message: format!("cannot read: {e}"),
+                    limit: None,
                 }],
             )
         }
@@ -365,6 +370,7 @@ fn load_file(path: &Path, opts: &LoadOptions) -> (Vec<ToolDef>, Vec<LoadError>) 
                 vec![LoadError {
                     location: Location::from_offset(path, &text, valid),
                     message: format!("invalid UTF-8 at byte {valid}"),
+                    limit: None,
                 }],
             );
         }
@@ -382,6 +388,7 @@ fn load_file(path: &Path, opts: &LoadOptions) -> (Vec<ToolDef>, Vec<LoadError>) 
             vec![LoadError {
                 location: Location::file_start(path),
                 message: "unknown format: expected a .toml, .json or .jsonl file".into(),
+                limit: None,
             }],
         ),
     }

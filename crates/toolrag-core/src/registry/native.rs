@@ -197,6 +197,7 @@ fn parse(path: &Path, text: &str) -> Result<(NativeTool, BTreeMap<String, Locati
             |s| Location::from_offset(path, text, s.start),
         ),
         message: format!("invalid TOML: {}", e.message().trim()),
+        limit: None,
     })?;
     let mut spans = BTreeMap::new();
     if let Ok(doc) = toml::de::DeTable::parse(text) {
@@ -223,6 +224,7 @@ fn parse(path: &Path, text: &str) -> Result<(NativeTool, BTreeMap<String, Locati
             LoadError {
                 location,
                 message: format!("invalid tool definition{at}: {}", e.inner()),
+                limit: None,
             }
         },
     )?;
@@ -263,6 +265,7 @@ fn into_tool(
         return Err(LoadError {
             location: locate(&spans, "/inputSchema").unwrap_or(location),
             message: "input_schema must be a table (a JSON Schema object)".into(),
+            limit: None,
         });
     }
     let mut tool = ToolDef {

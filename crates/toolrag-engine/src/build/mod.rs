@@ -3,6 +3,8 @@
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -43,6 +45,11 @@ pub struct BuildOptions {
     /// there: the binary's `TOOLRAG_FAIL_AT` test hook aborts the process,
     /// as a `kill -9` would. The library itself never exits.
     pub fail_point: Option<fn(&str)>,
+    /// Set by the caller to stop the build (a Ctrl-C): checked between phases
+    /// and before each chunk of texts is embedded, it ends the build with
+    /// [`Error::Cancelled`], nothing published and the staged generation
+    /// removed.
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 impl Default for BuildOptions {
@@ -52,6 +59,7 @@ impl Default for BuildOptions {
             boosts: FieldBoosts::default(),
             graph_min_points: dense::SCAN_MAX_POINTS,
             fail_point: None,
+            cancel: None,
         }
     }
 }
@@ -65,9 +73,22 @@ impl BuildOptions {
         }
     }
 
-    fn fail_point(&self, name: &str) {
+    /// The named point `name` of the build: the fail point's hook, then the
+    /// cancel.
+    fn checkpoint(&self, name: &str) -> Result<()> {
         if let Some(f) = self.fail_point {
             f(name);
+        }
+        self.go_on()
+    }
+
+    /// [`Error::Cancelled`] once the caller asked the build to stop.
+    pub(crate) fn go_on(&self) -> Result<()> {
+        match &self.cancel {
+            Some(c) if c.load(Ordering::Relaxed) => Err(Error::Cancelled {
+                out: self.out.clone(),
+            }),
+            _ => Ok(()),
         }
     }
 }
@@ -214,17 +235,31 @@ pub fn build(
     opts: &BuildOptions,
     progress: &(dyn Fn(BuildProgress) + Sync),
 ) -> Result<BuildReport> {
-    build_generation(registry, model, opts, progress).map_err(|e| {
-        let failed = build_failed(&opts.out, e);
-        if matches!(failed, Error::BuildFailed { .. }) {
-            // Only this process's staging folder: another build's is its own.
-            let staging = opts
-                .out
-                .join(format!("{STAGING_PREFIX}{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(staging);
-        }
-        failed
-    })
+    check_out(opts)
+        .and_then(|()| build_generation(registry, model, opts, progress))
+        .map_err(|e| {
+            let failed = build_failed(&opts.out, e);
+            if matches!(failed, Error::BuildFailed { .. } | Error::Cancelled { .. }) {
+                // Only this process's staging folder: another build's is its own.
+                let staging = opts
+                    .out
+                    .join(format!("{STAGING_PREFIX}{}", std::process::id()));
+                let _ = std::fs::remove_dir_all(staging);
+            }
+            failed
+        })
+}
+
+/// Refuses an index path that is a file, and a build cancelled before it
+/// started.
+fn check_out(opts: &BuildOptions) -> Result<()> {
+    if opts.out.exists() && !opts.out.is_dir() {
+        return Err(Error::InvalidInput(format!(
+            "{} is a file: an index is a folder (a new one, or one holding an index)",
+            opts.out.display()
+        )));
+    }
+    opts.go_on()
 }
 
 /// What a build error means to the user: a failure to write the new
@@ -294,7 +329,7 @@ fn build_generation(
         &staging.join(crate::index::impact::FILE),
     )?;
     release_freed_memory(progress);
-    opts.fail_point("after-lexical");
+    opts.checkpoint("after-lexical")?;
 
     // Phase 2, with the model: embed what the previous generation lacks and
     // write every point's vector; then measure the registry's noise with the
@@ -310,6 +345,7 @@ fn build_generation(
             &staging,
             &mut report,
             progress,
+            opts,
         )?;
         release_freed_memory(progress);
         counts.points = points.len();
@@ -318,7 +354,7 @@ fn build_generation(
             .filter(|p| p.kind == PointKind::Example)
             .count();
         drop(points);
-        opts.fail_point("after-vectors");
+        opts.checkpoint("after-vectors")?;
         calibration = Some(calibrate(
             &staging,
             counts.tools,
@@ -328,6 +364,7 @@ fn build_generation(
         // Phase 3: the graph, streamed from vectors.bin, only for an index
         // too large to scan.
         if counts.points > opts.graph_min_points {
+            opts.go_on()?;
             dense::build_and_dump_hnsw(&staging)?;
             report.graph = dense::has_graph(&staging);
         }
@@ -356,7 +393,7 @@ fn build_generation(
     let manifest_path = staging.join(MANIFEST);
     let bytes = serde_json::to_vec_pretty(&manifest).map_err(|e| Error::Index(e.to_string()))?;
     std::fs::write(&manifest_path, bytes).map_err(|e| Error::io(&manifest_path, e))?;
-    opts.fail_point("before-publish");
+    opts.checkpoint("before-publish")?;
     report.generation = publish(out, &staging)?;
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)

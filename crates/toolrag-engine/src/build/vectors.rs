@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use toolrag_core::error::{Error, Result};
-use toolrag_embed::embed_documents_chunked;
+use toolrag_embed::embed_documents_chunked_until;
 
 use super::reuse::{previous_vectors, Previous};
-use super::{BuildModel, BuildProgress, BuildReport, HeldEmbedder};
+use super::{BuildModel, BuildOptions, BuildProgress, BuildReport, HeldEmbedder};
 use crate::index::dense::{self, Point};
 use crate::index::manifest::ModelInfo;
 use crate::search::calibration::RequestVectors;
@@ -26,7 +26,9 @@ pub(super) struct Embedded {
 /// vector of every point of `points` to the staged generation, in order.
 /// `texts[i]` is the text of `points[i]`; each is moved out when embedded.
 /// The model is dropped before the vectors are written, and each vector
-/// leaves memory at its text's last use.
+/// leaves memory at its text's last use. A cancel (`opts.cancel`) is heard
+/// before each chunk of texts and each calibration request.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn embed_and_write(
     model: BuildModel<'_>,
     previous: &Previous,
@@ -35,7 +37,9 @@ pub(super) fn embed_and_write(
     staging: &Path,
     report: &mut BuildReport,
     progress: &(dyn Fn(BuildProgress) + Sync),
+    opts: &BuildOptions,
 ) -> Result<Embedded> {
+    let go_on = || opts.go_on();
     let embedder = match model {
         BuildModel::Loaded(e) => HeldEmbedder::Borrowed(e),
         BuildModel::Deferred(load) => HeldEmbedder::Owned(load()?),
@@ -65,15 +69,18 @@ pub(super) fn embed_and_write(
         .map(|(i, _)| std::mem::take(&mut texts[*i]))
         .collect();
     drop(texts);
-    let vectors = embed_documents_chunked(embedder.get(), &missing, &|done| {
-        progress(BuildProgress::Embedded { done })
-    })?;
+    let vectors = embed_documents_chunked_until(
+        embedder.get(),
+        &missing,
+        &|done| progress(BuildProgress::Embedded { done }),
+        &go_on,
+    )?;
     drop(missing);
     cache.extend(todo.iter().map(|(_, h)| *h).zip(vectors));
     // The calibration requests of every language, embedded as queries (a
     // few seconds; nothing when this process embedded them with the same
     // model before).
-    let calibration = crate::search::calibration::embed_requests(embedder.get())?;
+    let calibration = crate::search::calibration::embed_requests_until(embedder.get(), &go_on)?;
     report.embed_seconds = t_embed.elapsed().as_secs_f64();
     progress(BuildProgress::EmbedDone);
     drop(embedder);

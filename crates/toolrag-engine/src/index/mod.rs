@@ -69,6 +69,12 @@ pub fn read_tools(gen: &Path) -> Result<Vec<toolrag_core::registry::ToolDef>> {
 
 /// The live generation folder of the index in `dir`.
 pub fn current_generation(dir: &Path) -> Result<PathBuf> {
+    if dir.is_file() {
+        return Err(Error::InvalidInput(format!(
+            "{} is a file: an index is a folder (the --out of `toolrag index`)",
+            dir.display()
+        )));
+    }
     let current = dir.join(CURRENT);
     let name = match std::fs::read_to_string(&current) {
         Ok(s) => s.trim().to_string(),

@@ -524,6 +524,15 @@ fn hubs(lists: &[Vec<(u32, f32)>]) -> (Vec<f32>, Vec<f32>) {
 pub fn embed_requests(
     embedder: &dyn toolrag_embed::Embedder,
 ) -> Result<std::sync::Arc<Vec<RequestVectors>>> {
+    embed_requests_until(embedder, &|| Ok(()))
+}
+
+/// [`embed_requests`], asking `go_on` before each request: its error (a
+/// cancelled build) stops the embedding.
+pub fn embed_requests_until(
+    embedder: &dyn toolrag_embed::Embedder,
+    go_on: &(dyn Fn() -> Result<()> + Sync),
+) -> Result<std::sync::Arc<Vec<RequestVectors>>> {
     use crate::index::ModelInfo;
     use rayon::prelude::*;
     use std::sync::{Arc, Mutex};
@@ -539,7 +548,10 @@ pub fn embed_requests(
         .map(|(_, requests)| {
             requests
                 .par_iter()
-                .map(|q| embedder.embed_query_parts(q, &clause_spans(q)))
+                .map(|q| {
+                    go_on()?;
+                    embedder.embed_query_parts(q, &clause_spans(q))
+                })
                 .collect::<Result<_>>()
         })
         .collect::<Result<_>>()?;

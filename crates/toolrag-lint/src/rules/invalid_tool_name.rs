@@ -38,38 +38,42 @@ declare_rule! {
 
 impl Rule for InvalidToolName {
     fn check_tool<'t>(&self, tool: &'t ToolDef, _cx: &CheckContext<'t>, out: &mut Findings<'t>) {
-        if VALID.is_match(&tool.name) {
-            return;
+        if let Some(message) = tool_name_error(&tool.name) {
+            out.push(tool, "/name", message);
         }
-        let n = tool.name.chars().count();
-        let why = if n == 0 {
-            "is empty".to_string()
-        } else if n > 64 {
-            format!("has {n} characters (at most 64)")
-        } else {
-            // Each disallowed character once, in order, quoted on its own:
-            // `../../etc/passwd` contains "/", not "///".
-            let mut bad: Vec<char> = Vec::new();
-            for c in tool.name.chars() {
-                if !(c.is_ascii_alphanumeric() || "_.-".contains(c) || bad.contains(&c)) {
-                    bad.push(c);
-                }
-            }
-            let listed: Vec<String> = bad
-                .iter()
-                .take(5)
-                .map(|c| format!("{:?}", c.to_string()))
-                .collect();
-            let more = if bad.len() > 5 { ", …" } else { "" };
-            format!("contains {}{more}", listed.join(", "))
-        };
-        out.push(
-            tool,
-            "/name",
-            format!(
-                "tool name `{}` {why}; names must match ^[A-Za-z0-9_.-]{{1,64}}$",
-                tool.name
-            ),
-        );
     }
+}
+
+/// What is wrong with the tool name `name` by this rule (an error), or
+/// `None` when it is valid. A build that takes tools from code (Python's
+/// `Index.build`) refuses the same names.
+pub fn tool_name_error(name: &str) -> Option<String> {
+    if VALID.is_match(name) {
+        return None;
+    }
+    let n = name.chars().count();
+    let why = if n == 0 {
+        "is empty".to_string()
+    } else if n > 64 {
+        format!("has {n} characters (at most 64)")
+    } else {
+        // Each disallowed character once, in order, quoted on its own:
+        // `../../etc/passwd` contains "/", not "///".
+        let mut bad: Vec<char> = Vec::new();
+        for c in name.chars() {
+            if !(c.is_ascii_alphanumeric() || "_.-".contains(c) || bad.contains(&c)) {
+                bad.push(c);
+            }
+        }
+        let listed: Vec<String> = bad
+            .iter()
+            .take(5)
+            .map(|c| format!("{:?}", c.to_string()))
+            .collect();
+        let more = if bad.len() > 5 { ", …" } else { "" };
+        format!("contains {}{more}", listed.join(", "))
+    };
+    Some(format!(
+        "tool name `{name}` {why}; names must match ^[A-Za-z0-9_.-]{{1,64}}$"
+    ))
 }

@@ -21,6 +21,7 @@ mod vague_description;
 use super::rule::{Rule, RuleInfo};
 
 pub(crate) use hidden_instructions::scan_untrusted;
+pub use invalid_tool_name::tool_name_error;
 
 /// Every rule, in code order. Codes are stable: a retired rule keeps its code.
 pub(crate) static RULES: &[&dyn Rule] = &[

@@ -32,10 +32,13 @@ from __future__ import annotations
 from ._checks import Finding, Location, Verdict, Violation, gate, lint
 from ._errors import (
     Error,
+    FileMissing,
+    IncompatibleFramework,
     IndexCorrupted,
     IndexNotFound,
     InvalidInput,
     InvalidRegistry,
+    MissingExtra,
     ModelMissing,
     PlanAborted,
     PlannerUnavailable,
@@ -49,14 +52,17 @@ __version__: str = _version()
 
 __all__ = [
     "Error",
+    "FileMissing",
     "Finding",
     "Hit",
+    "IncompatibleFramework",
     "Index",
     "IndexCorrupted",
     "IndexNotFound",
     "InvalidInput",
     "InvalidRegistry",
     "Location",
+    "MissingExtra",
     "Mode",
     "ModelMissing",
     "Plan",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -53,13 +54,15 @@ def lint(
     config: str | os.PathLike[str] | None = None,
     lexical: bool = False,
     namespace: str = "tools",
+    limits: Mapping[str, int] | None = None,
 ) -> list[Finding]:
     """Reviews tool definitions the way ``toolrag lint`` does: examples, edge
     cases, input formats, look-alike tools, poka-yoke parameters, poisoning.
 
     ``tools`` is what :meth:`toolrag.Index.build` takes. ``config`` is a
     ``toolrag.toml`` (its ``[lint]`` table). With ``lexical=True`` the
-    look-alike check compares words instead of embeddings.
+    look-alike check compares words instead of embeddings. ``limits`` is
+    that of :meth:`toolrag.Index.build` (``--limit`` in the CLI).
 
         >>> import toolrag
         >>> findings = toolrag.lint([{"name": "read", "description": "Reads."}])
@@ -68,9 +71,11 @@ def lint(
         >>> print(findings[0])
         tools[0]: warn[TR001] tools/read: the tool has no example requests (missing-examples)
     """
+    from ._index import _limits
+
     _runtime.ensure()
-    tools_json, paths = prepare(tools)
-    raw = json.loads(_native.lint(tools_json, paths, None if config is None else os.fspath(config), namespace, lexical))
+    items, paths = prepare(tools)
+    raw = _native.lint(items, paths, None if config is None else os.fspath(config), namespace, lexical, _limits(limits))
     return [
         Finding(
             rule=d["name"],

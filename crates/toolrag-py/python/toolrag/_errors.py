@@ -14,6 +14,11 @@ class Error(Exception):
         for key, value in details.items():
             setattr(self, key, value)
 
+    def __str__(self) -> str:
+        # The message, also for the OSError subclasses, whose own str() is
+        # "[Errno None] None: 'file'" once ``filename`` is set.
+        return self.message
+
 
 class InvalidRegistry(Error, ValueError):
     """A tool definition is invalid.
@@ -41,6 +46,26 @@ class IndexNotFound(Error, FileNotFoundError):
     or ``toolrag index``. ``path`` is the folder."""
 
     path: str
+
+
+class FileMissing(Error, FileNotFoundError):
+    """A file toolrag was given does not exist, such as the ``config=`` of
+    :meth:`toolrag.Index.build`. ``path`` (and ``filename``) name it."""
+
+    path: str
+
+
+class MissingExtra(Error, ImportError):
+    """An adapter was imported without its framework. ``extra`` is the
+    package extra that installs it: ``pip install 'toolrag[<extra>]'``."""
+
+    extra: str
+
+
+class IncompatibleFramework(Error, RuntimeError):
+    """The installed release of a framework cannot run with the adapter (a
+    known break between two of its packages); the message says which
+    versions work."""
 
 
 class IndexCorrupted(Error):

@@ -5,10 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Iterator
+import sys
+import warnings
+from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
 from . import _native, _plan, _runtime
+from ._errors import InvalidInput
 from ._native import Hit
 from ._plan import Plan
 from ._tools import prepare
@@ -26,6 +29,56 @@ def _namespaces(namespace: str | list[str] | tuple[str, ...] | None) -> list[str
 
 def _path(p: str | os.PathLike[str] | None) -> str | None:
     return None if p is None else os.fspath(p)
+
+
+#: The load limits, as ``toolrag --limit NAME=VALUE`` names them.
+LIMIT_NAMES = ("file-bytes", "description-bytes", "schema-bytes", "schema-depth", "tools-per-file")
+
+
+def _limits(limits: Mapping[str, int] | None) -> list[tuple[str, int]]:
+    """``limits`` as the native side takes them: ``(name, value)`` pairs, the
+    names as the CLI's ``--limit`` takes them (``description_bytes`` is
+    ``description-bytes``)."""
+    if limits is None:
+        return []
+    if not isinstance(limits, Mapping):
+        raise InvalidInput(f"limits must be a dict of limit name to a whole number, not {type(limits).__name__}")
+    out: list[tuple[str, int]] = []
+    for name, value in limits.items():
+        key = str(name).replace("_", "-")
+        if key not in LIMIT_NAMES:
+            raise InvalidInput(f"unknown limit {name!r}; the limits are {', '.join(LIMIT_NAMES)}")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise InvalidInput(f"the limit {name!r} must be a whole number from 0, not {value!r}")
+        out.append((key, min(value, 2**64 - 1)))
+    return out
+
+
+def _k(k: object) -> int:
+    """``k`` checked: a whole number from 1 (``toolrag.InvalidInput`` otherwise,
+    never ``OverflowError`` or ``TypeError``)."""
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise InvalidInput(f"k must be a whole number, not {type(k).__name__}")
+    if k < 1:
+        raise InvalidInput(f"k must be at least 1, not {k}")
+    return min(k, sys.maxsize)
+
+
+def _request(request: str | None, query: str | None, method: str) -> str:
+    """The request of ``search``/``asearch``, whose argument was once called
+    ``query``: that name still works, with a ``DeprecationWarning``."""
+    if query is not None:
+        if request is not None:
+            raise TypeError(f"{method}() got both request and query; query is the old name of request")
+        warnings.warn(
+            f"Index.{method}(query=...) is deprecated: the argument is now called request, as in khipu() and plan()",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        return query
+    if request is None:
+        raise TypeError(f"{method}() missing 1 required argument: 'request'")
+    return request
 
 
 class Index:
@@ -53,7 +106,8 @@ class Index:
 
     _ix: _native.Index
     #: The report of the last build or update: tools, new, changed, removed,
-    #: embeddedTexts, reusedTexts, lexicalOnly, seconds.
+    #: reused, embedded_texts, reused_texts, lexical_only, seconds,
+    #: embed_seconds, graph, generation.
     report: dict[str, Any]
 
     def __init__(self, native: _native.Index, report: dict[str, Any] | None = None) -> None:
@@ -72,6 +126,7 @@ class Index:
         model: str | os.PathLike[str] | None = None,
         namespace: str = "tools",
         lexical_only: bool = False,
+        limits: Mapping[str, int] | None = None,
     ) -> Index:
         """Builds an index of ``tools`` and opens it.
 
@@ -86,17 +141,34 @@ class Index:
         ``toolrag.toml`` (unlike the CLI, a library call does not read
         ``./toolrag.toml`` on its own: without ``config``, the defaults);
         ``model`` a shipped model name or a model folder, as ``--model`` in
-        the CLI; ``progress`` shows a progress bar on stderr.
+        the CLI; ``progress`` shows a progress bar on stderr. ``limits``
+        raises what one registry file may hold, as ``--limit`` does in the CLI:
+        ``{"description-bytes": 1_000_000}`` (also ``schema-bytes``,
+        ``schema-depth``, ``tools-per-file``, ``file-bytes``).
+
+        Ctrl-C stops the build within a second: ``KeyboardInterrupt`` is
+        raised and nothing is published (an index already in ``path`` stays
+        as it was).
 
         Raises :class:`toolrag.InvalidRegistry` (every bad tool, by position
-        and field), :class:`toolrag.ModelMissing`.
+        and field, including a tool name that ``toolrag lint`` calls an error),
+        :class:`toolrag.ModelMissing`, :class:`toolrag.FileMissing` (no such
+        ``config`` file), :class:`toolrag.InvalidInput` (``path`` is a file).
         """
         _runtime.ensure()
-        tools_json, paths = prepare(tools)
+        items, paths = prepare(tools)
         native, report = _native.Index.build(
-            tools_json, paths, _path(path), _path(config), _path(model), namespace, progress, lexical_only
+            items,
+            paths,
+            _path(path),
+            _path(config),
+            _path(model),
+            namespace,
+            progress,
+            lexical_only,
+            _limits(limits),
         )
-        return cls(native, json.loads(report))
+        return cls(native, report)
 
     @classmethod
     def open(
@@ -116,13 +188,15 @@ class Index:
 
     def search(
         self,
-        query: str,
+        request: str | None = None,
         k: int = 5,
         *,
         mode: Mode = "hybrid",
         namespace: str | list[str] | tuple[str, ...] | None = None,
+        query: str | None = None,
     ) -> list[Hit]:
-        """The top ``k`` tools for ``query``, best first.
+        """The top ``k`` tools for ``request``, best first. (``query=`` is the
+        argument's old name: it still works, with a ``DeprecationWarning``.)
 
         ``mode`` is ``"hybrid"`` (BM25 and dense, fused), ``"lexical"`` (BM25)
         or ``"dense"``; ``namespace`` keeps only tools of that namespace (or
@@ -132,19 +206,21 @@ class Index:
             >>> hit = index.search("email my landlord", k=1)[0]   # doctest: +SKIP
             >>> hit.name, hit.tool["inputSchema"]["properties"]   # doctest: +SKIP
         """
-        return self._ix.search(query, k, mode, _namespaces(namespace))
+        return self._ix.search(_request(request, query, "search"), _k(k), mode, _namespaces(namespace))
 
     async def asearch(
         self,
-        query: str,
+        request: str | None = None,
         k: int = 5,
         *,
         mode: Mode = "hybrid",
         namespace: str | list[str] | tuple[str, ...] | None = None,
+        query: str | None = None,
     ) -> list[Hit]:
         """:meth:`search` for asyncio code: runs in a worker thread, so the
-        event loop goes on while the query is embedded."""
-        return await asyncio.to_thread(self.search, query, k, mode=mode, namespace=namespace)
+        event loop goes on while the request is embedded."""
+        request = _request(request, query, "asearch")
+        return await asyncio.to_thread(self.search, request, k, mode=mode, namespace=namespace)
 
     def khipu(
         self,
@@ -158,8 +234,7 @@ class Index:
         ``toolrag query --format khipu`` prints, valid against the plan
         contract. Give it to the plan model, then check its plan with
         :func:`toolrag.gate`."""
-        result: dict[str, Any] = json.loads(self._ix.khipu(request, k, mode, _namespaces(namespace)))
-        return result
+        return self._ix.khipu(request, _k(k), mode, _namespaces(namespace))
 
     def plan(
         self,
@@ -202,7 +277,7 @@ class Index:
         _plan.check(planner, max_retry, timeout)
         text = self._ix.plan(
             request,
-            k,
+            _k(k),
             mode,
             _namespaces(namespace),
             planner,
@@ -247,13 +322,21 @@ class Index:
             api_key=api_key,
         )
 
-    def update(self, tools: Any, *, namespace: str = "tools", progress: bool = False) -> dict[str, Any]:
+    def update(
+        self,
+        tools: Any,
+        *,
+        namespace: str = "tools",
+        progress: bool = False,
+        limits: Mapping[str, int] | None = None,
+    ) -> dict[str, Any]:
         """Rebuilds the index from ``tools`` (the whole new set, as for
         :meth:`build`), embedding only new and changed tools, and switches to
         it; searches running meanwhile finish on the old one. Returns the build
-        report (``new``, ``changed``, ``removed``, ``embeddedTexts``, ...)."""
-        tools_json, paths = prepare(tools)
-        self.report = json.loads(self._ix.update(tools_json, paths, namespace, progress))
+        report (``new``, ``changed``, ``removed``, ``embedded_texts``, ...).
+        Ctrl-C stops it; the index stays as it was."""
+        items, paths = prepare(tools)
+        self.report = self._ix.update(items, paths, namespace, progress, _limits(limits))
         return self.report
 
     def get(self, id: str) -> dict[str, Any] | None:
@@ -288,7 +371,7 @@ class Index:
         return iter(tools)
 
     def __contains__(self, id: object) -> bool:
-        return isinstance(id, str) and self._ix.tool_json(id) is not None
+        return isinstance(id, str) and self._ix.has(id)
 
     def __repr__(self) -> str:
         kind = "lexical-only" if self.lexical_only else "hybrid"

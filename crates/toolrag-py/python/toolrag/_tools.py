@@ -9,7 +9,6 @@ pydantic model of a tool.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Mapping
 from typing import Any, Union
@@ -89,8 +88,10 @@ def to_dict(tool: Any) -> dict[str, Any]:
     )
 
 
-def prepare(tools: Any) -> tuple[str | None, list[str] | None]:
-    """The tools as ``(json, None)`` or ``(None, paths)`` for the native side."""
+def prepare(tools: Any) -> tuple[list[dict[str, Any]] | None, list[str] | None]:
+    """The tools as ``(dicts, None)`` or ``(None, paths)`` for the native side,
+    which reads the dicts as they are (a value that is not JSON, such as a set,
+    is an :class:`InvalidRegistry` naming ``tools[i]``)."""
     if isinstance(tools, (str, os.PathLike)):
         return None, [os.fspath(tools)]
     if isinstance(tools, Mapping) and isinstance(tools.get("tools"), list):
@@ -105,7 +106,7 @@ def prepare(tools: Any) -> tuple[str | None, list[str] | None]:
             d = _one(tool, f"tools[{key!r}]")
             d.setdefault("id", str(key))
             items.append(d)
-        return _dumps(items), None
+        return items, None
     if isinstance(tools, (bytes, bytearray)) or not isinstance(tools, Iterable):
         raise InvalidRegistry(
             f"tools must be a registry path, a list of tool definitions or a mapping of id to tool, "
@@ -115,7 +116,7 @@ def prepare(tools: Any) -> tuple[str | None, list[str] | None]:
     items = list(tools)
     if items and all(isinstance(t, (str, os.PathLike)) for t in items):
         return None, [os.fspath(t) for t in items]
-    return _dumps([_one(t, f"tools[{i}]") for i, t in enumerate(items)]), None
+    return [_one(t, f"tools[{i}]") for i, t in enumerate(items)], None
 
 
 def _one(tool: Any, where: str) -> dict[str, Any]:
@@ -127,17 +128,3 @@ def _one(tool: Any, where: str) -> dict[str, Any]:
 
 def _err(where: str, message: str) -> dict[str, Any]:
     return {"file": where, "line": None, "column": None, "message": message}
-
-
-def _dumps(items: list[dict[str, Any]]) -> str:
-    parts = []
-    for i, d in enumerate(items):
-        try:
-            parts.append(json.dumps(d, ensure_ascii=False, allow_nan=False))
-        except (TypeError, ValueError) as e:
-            where = f"tools[{i}]"
-            name = d.get("name") if isinstance(d, dict) else None
-            what = f"tool `{name}`: " if isinstance(name, str) else ""
-            message = f"{what}not JSON: {e}"
-            raise InvalidRegistry(f"{where}: {message}", errors=[_err(where, message)]) from None
-    return "[" + ",".join(parts) + "]"

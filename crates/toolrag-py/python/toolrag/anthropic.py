@@ -38,19 +38,24 @@ import asyncio
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from anthropic.types import (
-    ContentBlock,
-    Message,
-    TextBlockParam,
-    ToolParam,
-    ToolReferenceBlockParam,
-    ToolResultBlockParam,
-    ToolSearchToolResultBlockParam,
-    ToolUseBlock,
-)
-from anthropic.types.tool_search_tool_search_result_block_param import (
-    ToolSearchToolSearchResultBlockParam,
-)
+from ._extras import missing_extra
+
+try:
+    from anthropic.types import (
+        ContentBlock,
+        Message,
+        TextBlockParam,
+        ToolParam,
+        ToolReferenceBlockParam,
+        ToolResultBlockParam,
+        ToolSearchToolResultBlockParam,
+        ToolUseBlock,
+    )
+    from anthropic.types.tool_search_tool_search_result_block_param import (
+        ToolSearchToolSearchResultBlockParam,
+    )
+except ImportError as e:
+    raise missing_extra("anthropic", "anthropic", e) from e
 
 from ._index import Index, Mode
 from ._native import Hit

@@ -28,7 +28,18 @@ Needs ``pip install "toolrag[langgraph]"``.
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Mapping
+from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
+
+from ._errors import IncompatibleFramework
+from ._extras import missing_extra
+
+try:
+    import langchain_core  # noqa: F401
+    import langgraph.prebuilt  # noqa: F401
+    import langgraph_bigtool  # type: ignore[import-untyped]  # noqa: F401
+except ImportError as e:
+    raise missing_extra("langgraph", "langgraph", e) from e
 
 from ._index import Index, Mode
 
@@ -46,6 +57,29 @@ RETRIEVE_TOOLS_DESCRIPTION = (
 )
 
 Namespaces = str | list[str] | tuple[str, ...] | None
+
+
+def _check_framework() -> None:
+    """Refuses a known-broken pairing of LangGraph packages before it fails
+    in the middle of an agent's run: langgraph-bigtool (0.0.3) calls
+    ``ToolNode.inject_tool_args``, which langgraph-prebuilt 1.0.2 renamed."""
+    from langgraph.prebuilt import ToolNode
+
+    if hasattr(ToolNode, "inject_tool_args"):
+        return
+
+    def of(dist: str) -> str:
+        try:
+            return version(dist)
+        except PackageNotFoundError:
+            return "?"
+
+    raise IncompatibleFramework(
+        f"langgraph-bigtool {of('langgraph-bigtool')} calls ToolNode.inject_tool_args, which "
+        f"langgraph-prebuilt {of('langgraph-prebuilt')} no longer has (1.0.2 renamed it): this is a break "
+        "between the two LangGraph packages, not in toolrag. Until a langgraph-bigtool release follows "
+        "the rename, use langgraph-prebuilt 1.0.1: pip install 'langgraph-prebuilt==1.0.1' 'langgraph==1.0.1'"
+    )
 
 
 def _check_registry(index: Index, tool_registry: Mapping[str, Any] | None) -> None:
@@ -156,9 +190,9 @@ def create_agent(
         agent.invoke({"messages": "email my landlord that the rent is paid"})
     """
     # langgraph-bigtool ships no type information.
-    from langgraph_bigtool import (  # type: ignore[import-untyped]
-        create_agent as bigtool_create_agent,
-    )
+    from langgraph_bigtool import create_agent as bigtool_create_agent
+
+    _check_framework()
 
     if index is None:
         index = Index.build(tool_registry)

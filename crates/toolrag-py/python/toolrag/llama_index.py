@@ -27,12 +27,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from llama_index.core.base.base_retriever import BaseRetriever
-from llama_index.core.objects import ObjectRetriever
-from llama_index.core.objects.base_node_mapping import BaseObjectNodeMapping
-from llama_index.core.postprocessor.types import BaseNodePostprocessor
-from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle, TextNode
-from llama_index.core.tools import BaseTool, FunctionTool
+from ._extras import missing_extra
+
+try:
+    from llama_index.core.base.base_retriever import BaseRetriever
+    from llama_index.core.objects import ObjectRetriever
+    from llama_index.core.objects.base_node_mapping import BaseObjectNodeMapping
+    from llama_index.core.postprocessor.types import BaseNodePostprocessor
+    from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle, TextNode
+    from llama_index.core.tools import BaseTool, FunctionTool
+except ImportError as e:
+    raise missing_extra("llama_index", "llama-index", e) from e
 
 from ._index import Index, Mode
 from ._native import Hit

@@ -30,14 +30,19 @@ import asyncio
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from openai.types.responses import (
-    FunctionToolParam,
-    Response,
-    ResponseOutputItem,
-    ResponseToolSearchCall,
-    ResponseToolSearchOutputItemParamParam,
-    ToolSearchToolParam,
-)
+from ._extras import missing_extra
+
+try:
+    from openai.types.responses import (
+        FunctionToolParam,
+        Response,
+        ResponseOutputItem,
+        ResponseToolSearchCall,
+        ResponseToolSearchOutputItemParamParam,
+        ToolSearchToolParam,
+    )
+except ImportError as e:
+    raise missing_extra("openai", "openai", e) from e
 
 from ._index import Index, Mode
 from ._native import Hit

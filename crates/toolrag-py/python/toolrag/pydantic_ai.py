@@ -35,9 +35,14 @@ import threading
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
-from pydantic_ai import RunContext
-from pydantic_ai.capabilities import ToolSearch
-from pydantic_ai.tools import ToolDefinition
+from ._extras import missing_extra
+
+try:
+    from pydantic_ai import RunContext
+    from pydantic_ai.capabilities import ToolSearch
+    from pydantic_ai.tools import ToolDefinition
+except ImportError as e:
+    raise missing_extra("pydantic_ai", "pydantic-ai", e) from e
 
 from ._index import Index, Mode
 
