@@ -227,6 +227,42 @@ fn type_name(v: &Value) -> &'static str {
     }
 }
 
+/// What a JSON registry that is neither an MCP result nor an OpenAI array
+/// is told.
+const UNKNOWN_OBJECT: &str = "unknown format: a JSON registry is an MCP tools/list result \
+     ({\"tools\": [...]}) or an OpenAI tools array ([...])";
+
+/// The tool array of a parsed `.json` registry, its format, and the key
+/// it sits under (for locating items in the text): an OpenAI array, or an
+/// MCP `tools/list` result, bare or inside a JSON-RPC envelope.
+fn tool_array(
+    value: Value,
+    path: &Path,
+) -> Result<(Vec<Value>, SourceFormat, Option<&'static str>), LoadError> {
+    let unknown = |message: String| LoadError {
+        location: Location::file_start(path),
+        message,
+        limit: None,
+    };
+    match value {
+        Value::Array(items) => Ok((items, SourceFormat::Openai, None)),
+        Value::Object(mut m) => {
+            let tools = match m.remove("result") {
+                Some(Value::Object(mut r)) => r.remove("tools"),
+                _ => m.remove("tools"),
+            };
+            match tools {
+                Some(Value::Array(items)) => Ok((items, SourceFormat::Mcp, Some("\"tools\""))),
+                _ => Err(unknown(UNKNOWN_OBJECT.into())),
+            }
+        }
+        other => Err(unknown(format!(
+            "unknown format: expected a JSON object or array, found {}",
+            type_name(&other)
+        ))),
+    }
+}
+
 /// Loads a `.json` file: an MCP `tools/list` result (optionally inside a
 /// JSON-RPC envelope) or an OpenAI tools/functions array.
 pub(super) fn load_json(
@@ -239,42 +275,9 @@ pub(super) fn load_json(
         Err(e) => return (vec![], vec![json_error(path, text, &e, 0)]),
     };
     let namespace = file_namespace(path, opts);
-    let (items, format, array_key) = match value {
-        Value::Array(items) => (items, SourceFormat::Openai, None),
-        Value::Object(mut m) => {
-            let tools = match m.remove("result") {
-                Some(Value::Object(mut r)) => r.remove("tools"),
-                _ => m.remove("tools"),
-            };
-            match tools {
-                Some(Value::Array(items)) => (items, SourceFormat::Mcp, Some("\"tools\"")),
-                _ => {
-                    return (
-                        vec![],
-                        vec![LoadError {
-                            location: Location::file_start(path),
-                            message: "unknown format: a JSON registry is an MCP tools/list result \
-                                      ({\"tools\": [...]}) or an OpenAI tools array ([...])"
-                                .into(),
-                            limit: None,
-                        }],
-                    )
-                }
-            }
-        }
-        other => {
-            return (
-                vec![],
-                vec![LoadError {
-                    location: Location::file_start(path),
-                    message: format!(
-                        "unknown format: expected a JSON object or array, found {}",
-                        type_name(&other)
-                    ),
-                    limit: None,
-                }],
-            )
-        }
+    let (items, format, array_key) = match tool_array(value, path) {
+        Ok(found) => found,
+        Err(e) => return (vec![], vec![e]),
     };
     if items.len() > opts.limits.tools_per_file {
         let e = LoadLimits::over(
