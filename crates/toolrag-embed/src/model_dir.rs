@@ -73,6 +73,16 @@ pub struct BuiltinModel {
     pub about: &'static str,
 }
 
+impl BuiltinModel {
+    /// Its folder inside the models folder `root`.
+    pub fn folder_in(&self, root: &Path) -> PathBuf {
+        match self.subdir {
+            Some(sub) => root.join(sub),
+            None => root.to_path_buf(),
+        }
+    }
+}
+
 /// The models shipped with toolrag. Both are all-MiniLM-L6-v2 (384
 /// dimensions, mean pooling, no prefixes): `minilm` is the published model
 /// (fetched from PyPI by `scripts/fetch-model`), `minilm-tools` the same
@@ -202,18 +212,12 @@ impl ModelDir {
             (Some(PathBuf::from("models")), false, "./models"),
         ];
         // Then the places a model is installed for use from any folder.
-        for (root, what) in models_folders()
-            .into_iter()
-            .take_while(|(_, w)| !w.starts_with('$'))
-        {
-            candidates.push((Some(root), false, what.trim_end_matches(':')));
+        for (root, what) in installed_folders() {
+            candidates.push((Some(root), false, what));
         }
         for (root, strict, what) in candidates {
             let Some(root) = root else { continue };
-            let dir = match builtin.subdir {
-                Some(sub) => root.join(sub),
-                None => root,
-            };
+            let dir = builtin.folder_in(&root);
             if strict || dir.join("model.onnx").exists() {
                 return ModelDir::open_with(&dir, settings);
             }
@@ -250,17 +254,22 @@ impl ModelDir {
         settings.apply(config);
         let mut candidates = Vec::new();
         if let Some(dir) = built_with.dir {
-            candidates.push((dir.to_path_buf(), "the folder the index was built with:"));
+            candidates.push((dir.to_path_buf(), "the folder the index was built with"));
         }
         if let Some(builtin) = BUILTIN_MODELS.iter().find(|m| m.id == built_with.id) {
-            for (root, what) in models_folders() {
-                candidates.push((builtin.subdir.map_or(root.clone(), |s| root.join(s)), what));
+            let mut roots = installed_folders();
+            if let Some(env) = std::env::var_os(MODEL_DIR_ENV).filter(|v| !v.is_empty()) {
+                roots.push((PathBuf::from(env), "$TOOLRAG_MODEL_DIR"));
+            }
+            roots.push((PathBuf::from("models"), "./models"));
+            for (root, what) in roots {
+                candidates.push((builtin.folder_in(&root), what));
             }
         }
         let mut searched = Vec::new();
         for (dir, what) in candidates {
             if !dir.join("model.onnx").is_file() {
-                searched.push(format!("{what} {}", dir.display()));
+                searched.push(format!("{what} = {}", dir.display()));
                 continue;
             }
             let found = ModelDir::open_with(&dir, settings.clone())?;
@@ -268,7 +277,7 @@ impl ModelDir {
                 return Ok(found);
             }
             searched.push(format!(
-                "{what} {} (another model: its sha256 is not the index's)",
+                "{what} = {} (another model: its sha256 is not the index's)",
                 dir.display()
             ));
         }
@@ -392,19 +401,18 @@ pub struct IndexModel<'a> {
     pub dir: Option<&'a Path>,
 }
 
-/// The models folders looked in when no command names one, in order: next
-/// to the executable, the user's data folder, `$TOOLRAG_MODEL_DIR` and
-/// `./models`.
-fn models_folders() -> Vec<(PathBuf, &'static str)> {
+/// The models folders a model is installed in for use from any working
+/// folder, in order: next to the executable, then the user's data folder.
+fn installed_folders() -> Vec<(PathBuf, &'static str)> {
     let mut out = Vec::new();
     if let Some(bin) = std::env::current_exe()
         .ok()
         .and_then(|exe| exe.parent().map(Path::to_path_buf))
     {
-        out.push((bin.join("models"), "next to the executable:"));
+        out.push((bin.join("models"), "next to the executable"));
         out.push((
             bin.join("..").join("share").join("toolrag").join("models"),
-            "beside the executable:",
+            "beside the executable",
         ));
     }
     if let Some(data) = dirs::data_dir() {
@@ -413,10 +421,6 @@ fn models_folders() -> Vec<(PathBuf, &'static str)> {
             "the user's data folder",
         ));
     }
-    if let Some(env) = std::env::var_os(MODEL_DIR_ENV).filter(|v| !v.is_empty()) {
-        out.push((PathBuf::from(env), "$TOOLRAG_MODEL_DIR ="));
-    }
-    out.push((PathBuf::from("models"), "./models:"));
     out
 }
 
