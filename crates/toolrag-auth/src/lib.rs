@@ -25,7 +25,7 @@ pub use authenticator::{bearer_token, looks_like_jwt, Authenticator};
 pub use oauth::{OAuthConfig, OAuthVerifier};
 pub use principal::{AuthMethod, Principal};
 pub use reload::{Reloader, RemovedHook, TOKEN_POLL};
-pub use tokens::{RemovedToken, StaticTokens, TokensReloaded};
+pub use tokens::{token_digest, RemovedToken, StaticTokens, TokensReloaded};
 
 use std::path::PathBuf;
 

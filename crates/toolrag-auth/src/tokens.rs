@@ -16,6 +16,13 @@ use crate::{AuthError, ConfigError, Principal};
 /// hole, not a credential.
 const MIN_TOKEN_CHARS: usize = 16;
 
+/// The SHA-256 of a bearer token: how a tokens file, its reloads
+/// ([`RemovedToken`]) and a store of revoked tokens know a token without
+/// holding it.
+pub fn token_digest(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
 /// (name, SHA-256 of the token), in file order.
 type Entries = Vec<(String, [u8; 32])>;
 
@@ -160,7 +167,7 @@ impl StaticTokens {
     /// The principal whose token `token` is. Every entry is compared, in
     /// constant time, so the time taken says nothing about which matched.
     pub fn verify(&self, token: &str) -> Result<Principal, AuthError> {
-        let given: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        let given = token_digest(token);
         let entries = self.entries.load();
         let mut found = None;
         for (name, digest) in entries.iter() {
@@ -244,7 +251,7 @@ fn parse_entries(text: &str) -> Result<Entries, (usize, String)> {
                     ),
                 ));
             }
-            Sha256::digest(token.as_bytes()).into()
+            token_digest(token)
         };
         if entries.iter().any(|(other, _)| other == name) {
             return Err((n, format!("the name `{name}` is used twice")));

@@ -34,8 +34,6 @@ use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use sha2::{Digest, Sha256};
-
 pub use store::RedisState;
 
 /// Why the shared state cannot be used.
@@ -292,7 +290,7 @@ pub(crate) fn warn_outage(message: &str) {
 /// The hex SHA-256 of a bearer token, as token files write it
 /// (`name:sha256:<hex>`) and as [`SharedState::revoke`] takes it.
 pub fn token_sha256(token: &str) -> String {
-    hex::encode(Sha256::digest(token.as_bytes()))
+    hex::encode(toolrag_auth::token_digest(token))
 }
 
 #[cfg(test)]
