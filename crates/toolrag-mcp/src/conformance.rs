@@ -39,7 +39,7 @@ use rmcp::model::ErrorCode;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::jsonrpc::{screen, Screened};
+use crate::jsonrpc::{error_message, screen, Screened};
 
 /// The JSON-RPC code of the error a call gets when the shutdown grace ends
 /// it: *Internal error*, which every client knows.
@@ -407,16 +407,7 @@ fn error_response(
     message: &str,
     data: Option<Value>,
 ) -> Response {
-    let mut error = json!({"code": code, "message": message});
-    if let Some(data) = data {
-        error["data"] = data;
-    }
-    let body = json!({
-        "jsonrpc": "2.0",
-        "id": id.cloned().unwrap_or(Value::Null),
-        "error": error,
-    });
-    json_response(status, &body)
+    json_response(status, &error_message(id, code, message, data))
 }
 
 /// `body` as a JSON answer with `status`.

@@ -144,11 +144,27 @@ pub enum Screened {
 
 /// A JSON-RPC error response.
 fn error_reply(id: Option<&Value>, code: ErrorCode, message: String) -> Screened {
-    Screened::Reply(json!({
+    Screened::Reply(error_message(id, code.0, &message, None))
+}
+
+/// A JSON-RPC error message for the request `id` (`null` when it could not
+/// be read), with `data` when there is more to say: what both transports
+/// answer.
+pub(crate) fn error_message(
+    id: Option<&Value>,
+    code: i32,
+    message: &str,
+    data: Option<Value>,
+) -> Value {
+    let mut error = json!({"code": code, "message": message});
+    if let Some(data) = data {
+        error["data"] = data;
+    }
+    json!({
         "jsonrpc": "2.0",
         "id": id.cloned().unwrap_or(Value::Null),
-        "error": {"code": code.0, "message": message},
-    }))
+        "error": error,
+    })
 }
 
 /// Checks the params of a request for a method the server implements,
