@@ -395,20 +395,24 @@ fn discover_and_tools_list_agree_on_cache_hints() {
 fn sdk_clients_hear_list_changed_after_an_upstream_change() {
     let python = installed("target/mcp-venv/bin/python", "make mcp-client");
     let gw = Gateway::start();
-    let out = Command::new(python)
-        .current_dir(root())
-        .arg("tests/mcp_listen_client.py")
-        .args([gw.url().as_str(), TOKEN])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-        gw.log()
-    );
-    let s: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // A client script against the gateway: what it printed, as JSON.
+    let client = |program: &std::path::Path, script: &str| -> Value {
+        let out = Command::new(program)
+            .current_dir(root())
+            .arg(script)
+            .args([gw.url().as_str(), TOKEN])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+            gw.log()
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let s = client(&python, "tests/mcp_listen_client.py");
     assert_eq!(s["honored"], json!({"toolsListChanged": true}), "{s}");
     assert_eq!(s["events"], json!(["ToolsListChanged"]), "{s}");
     assert_eq!(s["found"], true, "{s}");
@@ -417,20 +421,7 @@ fn sdk_clients_hear_list_changed_after_an_upstream_change() {
         "target/mcp-npm/node_modules/@modelcontextprotocol/sdk/package.json",
         "make mcp-servers",
     );
-    let out = Command::new("node")
-        .current_dir(root())
-        .arg("tests/mcp_listen_client.mjs")
-        .args([gw.url().as_str(), TOKEN])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-        gw.log()
-    );
-    let s: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let s = client(std::path::Path::new("node"), "tests/mcp_listen_client.mjs");
     assert_eq!(s["version"], LEGACY, "{s}");
     assert_eq!(s["listChanged"], true, "{s}");
     assert!(s["heard"].as_u64().unwrap() >= 1, "{s}");
