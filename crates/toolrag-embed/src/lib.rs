@@ -182,7 +182,9 @@ mod dot_tests {
         let mut s = seed;
         (0..n)
             .map(|_| {
-                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 (s >> 40) as f32 / (1u64 << 24) as f32 - 0.5
             })
             .collect()
