@@ -86,7 +86,8 @@
 //! |---|---|---|
 //! | [`registry`], [`khipu`] | `toolrag-core` | errors, tools and their loaders, the Khipu contract |
 //! | [`embed`] | `toolrag-embed` | the embedding model |
-//! | [`index`], [`search`], [`eval`], [`serve`] | `toolrag-engine` | build, search, evaluate, serve (no async runtime) |
+//! | [`index`], [`search`], [`eval`] | `toolrag-engine` | build, search, evaluate (no async runtime) |
+//! | [`serve`] | `toolrag-serve`, `toolrag-engine` | the serving core of the HTTP front ends, and the live index |
 //! | [`lint`] | `toolrag-lint` | the docstring review |
 //! | [`gate`] | `toolrag-gate` | the plan check |
 //! | [`planner`] | `toolrag-planner` | the plan model's client: ask, gate, repair |
@@ -116,12 +117,22 @@ pub struct ReadmeExample;
 pub use toolrag_auth as auth;
 pub use toolrag_core::{khipu, registry};
 pub use toolrag_embed as embed;
-pub use toolrag_engine::{eval, learn, search, serve};
+pub use toolrag_engine::{eval, learn, search};
 pub use toolrag_gate as gate;
 pub use toolrag_http as http;
 pub use toolrag_lint as lint;
 pub use toolrag_mcp as mcp;
 pub use toolrag_planner as planner;
+
+/// Serving: the live index every server reads (the engine's
+/// [`LiveIndex`](serve::LiveIndex), reloaded when a build publishes a new
+/// generation) and the serving core its HTTP front ends share (`toolrag-serve`:
+/// limits, request checks, errors and their statuses, the OpenAPI document,
+/// the connection loop).
+pub mod serve {
+    pub use toolrag_engine::live::*;
+    pub use toolrag_serve::*;
+}
 
 /// The index: building a generation ([`build`](index::build)) and the files
 /// it is made of.

@@ -223,6 +223,10 @@ const FLOORS: &[(&str, &[&str])] = &[
     // The plan model's client: the gate's loop over an OpenAI-compatible
     // chat server (blocking HTTP, no async runtime).
     ("toolrag-planner", &["toolrag-core", "toolrag-gate"]),
+    // The serving core of the two HTTP front ends (limits, checks, errors and
+    // statuses, the OpenAPI document, the connection loop): above the
+    // engine, whose live index it does not hold, and below both front ends.
+    ("toolrag-serve", &["toolrag-core", "toolrag-engine"]),
     (
         "toolrag-http",
         &[
@@ -230,6 +234,7 @@ const FLOORS: &[(&str, &[&str])] = &[
             "toolrag-engine",
             "toolrag-gate",
             "toolrag-planner",
+            "toolrag-serve",
         ],
     ),
     (
@@ -237,11 +242,11 @@ const FLOORS: &[(&str, &[&str])] = &[
         &[
             "toolrag-auth",
             "toolrag-core",
-            "toolrag-http",
             "toolrag-embed",
             "toolrag-engine",
             "toolrag-gate",
             "toolrag-lint",
+            "toolrag-serve",
         ],
     ),
     // The Python extension is a front end over the facade (`toolrag`, the
@@ -250,7 +255,9 @@ const FLOORS: &[(&str, &[&str])] = &[
 ];
 
 /// The crates below the front ends never take a server, an async runtime,
-/// MCP or a command line.
+/// MCP or a command line; but for the two the HTTP front ends stand on, auth
+/// and the serving core, which take a server and a runtime (the serving core
+/// never MCP or a command line: see below).
 const FRONT_END_ONLY: &[&str] = &[
     "axum",
     "tokio",
@@ -293,7 +300,7 @@ fn the_crate_graph_is_the_architecture() {
         assert!(extra.is_empty(), "{name} may not depend on {extra:?}");
         if !matches!(
             *name,
-            "toolrag-auth" | "toolrag-http" | "toolrag-mcp" | "toolrag-py"
+            "toolrag-auth" | "toolrag-serve" | "toolrag-http" | "toolrag-mcp" | "toolrag-py"
         ) {
             let heavy: Vec<&String> = deps
                 .iter()
@@ -308,6 +315,40 @@ fn the_crate_graph_is_the_architecture() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(on_disk, seen, "every crate has its floor here");
+}
+
+/// The two HTTP front ends stand on the serving core, and on nothing of each
+/// other; the engine knows nothing of serving over HTTP.
+#[test]
+fn the_http_front_ends_share_the_serving_core_and_not_each_other() {
+    let deps = |name: &str| dependencies(&root().join("crates").join(name).join("Cargo.toml"));
+    for (front, other) in [
+        ("toolrag-http", "toolrag-mcp"),
+        ("toolrag-mcp", "toolrag-http"),
+    ] {
+        let ours = deps(front);
+        assert!(
+            ours.contains("toolrag-serve"),
+            "{front} is not on toolrag-serve"
+        );
+        assert!(!ours.contains(other), "{front} depends on {other}");
+    }
+    let serve = deps("toolrag-serve");
+    assert!(
+        !serve
+            .iter()
+            .any(|d| d == "toolrag-http" || d == "toolrag-mcp"),
+        "toolrag-serve is below the front ends: {serve:?}"
+    );
+    let heavy: Vec<&String> = serve
+        .iter()
+        .filter(|d| ["rmcp", "clap", "anyhow"].contains(&d.as_str()))
+        .collect();
+    assert!(heavy.is_empty(), "toolrag-serve depends on {heavy:?}");
+    assert!(
+        !deps("toolrag-engine").contains("toolrag-serve"),
+        "the engine is below the serving core"
+    );
 }
 
 #[test]

@@ -2,12 +2,19 @@
 //! client can search a large registry lazily instead of listing all of it.
 //!
 //! Built on `rmcp`, the official Rust MCP SDK; the transport (stdio for
-//! `toolrag mcp`) is the caller's choice. It reads a [`LiveIndex`] of the
-//! serving core ([`crate::serve`]), as the HTTP server does, so it follows
-//! index rebuilds the same way and applies the same limits; it does not
-//! depend on the HTTP server. A user error ([`ApiError::User`]) is a tool
-//! result with `isError`, which the model can read and correct; an internal
-//! one is a JSON-RPC error.
+//! `toolrag mcp`, or [`streamable_http`]) is the caller's choice. It reads
+//! the engine's [`LiveIndex`], as the HTTP API does, so it follows index
+//! rebuilds the same way, and it applies the serving core's limits, checks
+//! and errors ([`toolrag_serve`]), which it shares with the HTTP API without
+//! depending on it. A user error ([`ApiError::User`]) is a tool result with
+//! `isError`, which the model can read and correct; an internal one is a
+//! JSON-RPC error.
+//!
+//! Over the network, it listens where the binary binds it
+//! ([`streamable_http`]) and connects, each only when configured, to its
+//! upstream MCP servers ([`upstream`]: streamable HTTP; stdio ones are child
+//! processes) and to Redis (`[gateway] state`, [`shared`]); OAuth's issuer
+//! is `toolrag-auth`'s.
 #![warn(missing_docs)]
 
 use std::sync::Arc;
@@ -21,8 +28,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use tracing::Instrument;
 
+use toolrag_engine::live::LiveIndex;
 use toolrag_engine::search::SearchRequest;
-use toolrag_engine::serve::{check_k, check_query, ApiError, LiveIndex};
+use toolrag_serve::{check_k, check_query, ApiError};
 
 pub mod conformance;
 pub mod gateway;
@@ -201,7 +209,7 @@ pub(crate) fn output_schema(
 ) -> Arc<serde_json::Map<String, serde_json::Value>> {
     use serde_json::Value;
     static OPENAPI: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
-        serde_json::from_str(toolrag_engine::serve::OPENAPI).expect("openapi.json is JSON")
+        serde_json::from_str(toolrag_serve::OPENAPI).expect("openapi.json is JSON")
     });
     fn inline(v: &Value, components: &Value) -> Value {
         match v {
