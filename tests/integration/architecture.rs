@@ -232,16 +232,30 @@ const FLOORS: &[(&str, &[&str])] = &[
             "toolrag-planner",
         ],
     ),
+    // The MCP server over the index, its transports, the MCP client of
+    // upstream servers: it knows nothing of the gateway.
     (
         "toolrag-mcp",
         &[
             "toolrag-auth",
             "toolrag-core",
             "toolrag-http",
+            "toolrag-engine",
+        ],
+    ),
+    // The gateway: above the MCP server (its search tools, transports,
+    // shared state and upstream client), with the lint's poisoning check and
+    // the gate's approval rule.
+    (
+        "toolrag-gateway",
+        &[
+            "toolrag-auth",
+            "toolrag-core",
             "toolrag-embed",
             "toolrag-engine",
             "toolrag-gate",
             "toolrag-lint",
+            "toolrag-mcp",
         ],
     ),
     // The Python extension is a front end over the facade (`toolrag`, the
@@ -293,7 +307,7 @@ fn the_crate_graph_is_the_architecture() {
         assert!(extra.is_empty(), "{name} may not depend on {extra:?}");
         if !matches!(
             *name,
-            "toolrag-auth" | "toolrag-http" | "toolrag-mcp" | "toolrag-py"
+            "toolrag-auth" | "toolrag-http" | "toolrag-mcp" | "toolrag-gateway" | "toolrag-py"
         ) {
             let heavy: Vec<&String> = deps
                 .iter()

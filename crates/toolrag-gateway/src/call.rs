@@ -232,10 +232,10 @@ impl Gateway {
                 });
             }
         };
-        let span = crate::telemetry::upstream_span(&server, name);
+        let span = toolrag_mcp::telemetry::upstream_span(&server, name);
         let mut params = CallToolRequestParams::new(name.to_string());
         params.arguments = args.as_object().cloned();
-        crate::telemetry::inject(&span, &mut params);
+        toolrag_mcp::telemetry::inject(&span, &mut params);
         let timeout = Duration::from_secs_f64(self.opts.settings.call_timeout_seconds);
         let answer = tokio::time::timeout(timeout, peer.call_tool(params))
             .instrument(span.clone())
@@ -258,7 +258,7 @@ impl Gateway {
             Err(_) => Err(ForwardError::Timeout { server, timeout }),
         };
         if !matches!(&outcome, Ok(r) if r.is_error != Some(true)) {
-            crate::telemetry::mark_error(&span);
+            toolrag_mcp::telemetry::mark_error(&span);
         }
         outcome
     }

@@ -101,7 +101,7 @@ impl Gateway {
                 return Err(quarantine_message(id, &e.quarantine, self.lock_hint(id)));
             }
         }
-        super::super::card_of(self.live(), handle)
+        toolrag_mcp::card_of(self.live(), handle)
     }
 
     pub(super) fn lock_hint(&self, id: &str) -> String {

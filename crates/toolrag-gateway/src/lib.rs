@@ -2,7 +2,7 @@
 //! (`toolrag mcp --upstream FILE`).
 //!
 //! It keeps a client session open to every upstream server of an MCP
-//! configuration ([`super::upstream`]), lists their tools and indexes them in
+//! configuration ([`toolrag_mcp::upstream`]), lists their tools and indexes them in
 //! an index folder as `toolrag index --mcp-config` would, and offers three
 //! tools: `search_tools` (the candidate set), `get_tool` (a tool's card) and
 //! `call_tool` (forward a call to the server that owns the tool).
@@ -38,20 +38,27 @@
 //! `call` the routing of `call_tool` with `approval` before it, and the
 //! public [`audit`], [`guard`] and [`pins`] the records and checks they use.
 
+#![warn(missing_docs)]
+
 mod approval;
 pub mod audit;
 mod call;
 mod catalog;
 pub mod guard;
+pub mod limits;
 mod listen;
 pub mod pins;
+pub mod policy;
 mod server;
+pub mod settings;
 mod states;
 mod sync;
 mod upstreams;
 mod usage;
 
+pub use policy::PolicyRule;
 pub use server::{CallToolArgs, GatewayServer};
+pub use settings::{GatewayConfig, OutputGuard};
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -71,10 +78,7 @@ use self::catalog::Catalog;
 use self::pins::PinLock;
 use self::states::ApprovalStates;
 use self::upstreams::Upstream;
-use super::upstream::{self, McpConfig};
-use crate::limits;
 use crate::policy::Policy;
-use crate::settings::GatewayConfig;
 use toolrag_auth::Principal;
 use toolrag_core::error::Location;
 use toolrag_embed::Embedder;
@@ -83,6 +87,7 @@ use toolrag_engine::index::lexical::FieldBoosts;
 use toolrag_engine::search::SearchConfig;
 use toolrag_engine::serve::LiveIndex;
 use toolrag_lint::Thresholds;
+use toolrag_mcp::upstream::{self, McpConfig};
 
 /// An error of the gateway.
 #[derive(Debug, thiserror::Error)]
@@ -132,7 +137,7 @@ pub struct GatewayOptions {
     pub approvals_db: PathBuf,
     /// Where replicas share used approval states and rate-limit budgets
     /// (`[gateway] state`); local by default.
-    pub shared: crate::shared::SharedState,
+    pub shared: toolrag_mcp::shared::SharedState,
     /// The usage log that `toolrag learn` reads (unless `record-usage` is
     /// off).
     pub usage_log: PathBuf,
@@ -182,7 +187,7 @@ impl GatewayOptions {
                 .unwrap_or_else(|| index.join(toolrag_engine::learn::USAGE_FILE)),
             index,
             settings,
-            shared: crate::shared::SharedState::local(),
+            shared: toolrag_mcp::shared::SharedState::local(),
             search: SearchConfig::default(),
             pinned: Vec::new(),
             boosts: FieldBoosts::default(),
@@ -392,7 +397,7 @@ impl Gateway {
     /// Writes to the audit log that `e.principal` sent a request on a
     /// session another principal opened (and was answered as on an unknown
     /// session); a failure to write is logged.
-    pub fn audit_foreign_session(&self, e: &crate::sessions::ForeignSession) {
+    pub fn audit_foreign_session(&self, e: &toolrag_mcp::sessions::ForeignSession) {
         let record = audit::SessionRecord::foreign(&e.principal.name, &e.owner, &e.method);
         self.audit.record_now(&record);
     }

@@ -6,7 +6,7 @@
 //!
 //! The gateway's own `tools/list` (its meta-tools) does not change then; what
 //! changed is what `search_tools` finds and `get_tool` describes, so a client
-//! that caches those knows to drop them (see [`crate::lists`]).
+//! that caches those knows to drop them (see [`toolrag_mcp::lists`]).
 
 use std::sync::Arc;
 use std::time::Duration;
