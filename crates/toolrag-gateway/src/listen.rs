@@ -25,12 +25,12 @@ impl Gateway {
     /// Told (the count goes up) each time the catalog of upstream tools
     /// changes.
     pub fn tool_changes(&self) -> watch::Receiver<u64> {
-        self.tool_changes.subscribe()
+        self.tools.changes.subscribe()
     }
 
     /// Tells the listeners that the catalog changed.
     pub(super) fn tools_changed(&self) {
-        self.tool_changes.send_modify(|n| *n = n.wrapping_add(1));
+        self.tools.changes.send_modify(|n| *n = n.wrapping_add(1));
     }
 }
 

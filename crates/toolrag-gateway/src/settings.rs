@@ -331,10 +331,15 @@ impl GatewayConfig {
     /// The `allow` entry that lets `tool_id` (`server/tool`) act without
     /// asking: the tool itself or its server; `None` when none does.
     pub fn allow_entry(&self, tool_id: &str) -> Option<&str> {
-        let server = tool_id.split_once('/').map_or(tool_id, |(s, _)| s);
-        self.allow
-            .iter()
-            .map(String::as_str)
-            .find(|a| *a == tool_id || *a == server)
+        allow_entry(&self.allow, tool_id)
     }
+}
+
+/// The entry of the allow-list `allow` that names `tool_id` or its server.
+pub(crate) fn allow_entry<'a>(allow: &'a [String], tool_id: &str) -> Option<&'a str> {
+    let server = tool_id.split_once('/').map_or(tool_id, |(s, _)| s);
+    allow
+        .iter()
+        .map(String::as_str)
+        .find(|a| *a == tool_id || *a == server)
 }
