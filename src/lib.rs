@@ -119,6 +119,7 @@ pub use toolrag_core::{khipu, registry};
 pub use toolrag_embed as embed;
 pub use toolrag_engine::{eval, learn, search};
 pub use toolrag_gate as gate;
+pub use toolrag_gateway as gateway;
 pub use toolrag_http as http;
 pub use toolrag_lint as lint;
 pub use toolrag_mcp as mcp;

@@ -10,7 +10,7 @@ use anyhow::Context;
 use clap::Args;
 use rmcp::ServiceExt;
 use toolrag::auth::{Authenticator, OAuthConfig, OAuthVerifier, StaticTokens};
-use toolrag::mcp::gateway::{Gateway, GatewayOptions, GatewayServer};
+use toolrag::gateway::{Gateway, GatewayOptions, GatewayServer};
 use toolrag::mcp::sessions::ForeignSessionHook;
 use toolrag::mcp::shared::SharedState;
 use toolrag::mcp::streamable_http::HttpOptions;

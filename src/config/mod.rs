@@ -92,7 +92,7 @@ use toolrag_lint::LintConfig;
 pub use toolrag_core::settings::FILE;
 pub use toolrag_engine::index::IndexConfig;
 pub use toolrag_engine::search::SearchConfig;
-pub use toolrag_mcp::{GatewayConfig, OutputGuard};
+pub use toolrag_gateway::{GatewayConfig, OutputGuard};
 
 mod keys;
 #[cfg(test)]

@@ -248,7 +248,7 @@ fn the_gateway_table_is_read_and_checked() {
     full.key_file = Some("c".into());
     full.approvals_db = Some("d".into());
     full.usage_log = Some("e".into());
-    full.state = Some(crate::mcp::settings::StateUrl::new("redis://r:6379/0"));
+    full.state = Some(crate::gateway::settings::StateUrl::new("redis://r:6379/0"));
     full.state_password_env = Some("F".into());
     assert_eq!(keys(serde_json::to_value(full).unwrap()), want);
 }

@@ -237,8 +237,22 @@ const FLOORS: &[(&str, &[&str])] = &[
             "toolrag-serve",
         ],
     ),
+    // The MCP server over the index, its transports, the MCP client of
+    // upstream servers: it knows nothing of the gateway.
     (
         "toolrag-mcp",
+        &[
+            "toolrag-auth",
+            "toolrag-core",
+            "toolrag-engine",
+            "toolrag-serve",
+        ],
+    ),
+    // The gateway: above the MCP server (its search tools, transports,
+    // shared state and upstream client), with the lint's poisoning check and
+    // the gate's approval rule.
+    (
+        "toolrag-gateway",
         &[
             "toolrag-auth",
             "toolrag-core",
@@ -246,7 +260,7 @@ const FLOORS: &[(&str, &[&str])] = &[
             "toolrag-engine",
             "toolrag-gate",
             "toolrag-lint",
-            "toolrag-serve",
+            "toolrag-mcp",
         ],
     ),
     // The Python extension is a front end over the facade (`toolrag`, the
@@ -300,7 +314,12 @@ fn the_crate_graph_is_the_architecture() {
         assert!(extra.is_empty(), "{name} may not depend on {extra:?}");
         if !matches!(
             *name,
-            "toolrag-auth" | "toolrag-serve" | "toolrag-http" | "toolrag-mcp" | "toolrag-py"
+            "toolrag-auth"
+                | "toolrag-serve"
+                | "toolrag-http"
+                | "toolrag-mcp"
+                | "toolrag-gateway"
+                | "toolrag-py"
         ) {
             let heavy: Vec<&String> = deps
                 .iter()

@@ -439,7 +439,7 @@ fn a_revoked_token_is_refused_by_every_replica() {
     let b = Replica::start(&redis, "");
     let rt = tokio::runtime::Runtime::new().unwrap();
     let mut settings = toolrag::config::GatewayConfig::default();
-    settings.state = Some(toolrag::mcp::settings::StateUrl::new(redis.url()));
+    settings.state = Some(toolrag::gateway::settings::StateUrl::new(redis.url()));
     rt.block_on(async {
         let shared = settings.shared_state().unwrap();
         shared.ready().await.unwrap();
@@ -538,7 +538,7 @@ fn a_silent_redis_costs_one_deadline_then_fails_at_once() {
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = silent.local_addr().unwrap().port();
     let mut settings = toolrag::config::GatewayConfig::default();
-    settings.state = Some(toolrag::mcp::settings::StateUrl::new(format!(
+    settings.state = Some(toolrag::gateway::settings::StateUrl::new(format!(
         "redis://127.0.0.1:{port}/0"
     )));
     settings.state_timeout_seconds = 0.3;

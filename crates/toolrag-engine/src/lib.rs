@@ -27,10 +27,5 @@ pub mod learn;
 pub mod live;
 pub mod search;
 
-/// The former name of [`live`], kept while branches that still say
-/// `toolrag_engine::serve` are merged; use [`live`].
-#[doc(hidden)]
-pub use live as serve;
-
 pub use build::{build, BuildModel, BuildOptions, BuildProgress, BuildReport};
 pub use search::{Hit, SearchConfig, SearchRequest, SearchResult, Searcher};

@@ -33,23 +33,17 @@ use toolrag_engine::search::SearchRequest;
 use toolrag_serve::{check_k, check_query, ApiError};
 
 pub mod conformance;
-pub mod gateway;
 pub mod jsonrpc;
 pub mod limits;
 pub mod lists;
-pub mod policy;
 pub mod sessions;
-pub mod settings;
 pub mod shared;
 pub mod streamable_http;
-mod telemetry;
+pub mod telemetry;
 pub mod upstream;
 
 // The HTTP front end's first checks of a request's head.
 mod edge;
-
-pub use policy::PolicyRule;
-pub use settings::{GatewayConfig, OutputGuard};
 
 /// The arguments of `search_tools`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -194,7 +188,7 @@ impl ServerHandler for McpServer {
 
 /// The structured results of toolrag's MCP tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum OutputSchema {
+pub enum OutputSchema {
     /// `search_tools`: the Khipu candidate set.
     CandidateSet,
     /// `get_tool`: a tool's card, without `source`.
@@ -204,9 +198,7 @@ pub(crate) enum OutputSchema {
 /// The `outputSchema` of a tool's structured result: the HTTP API's schema
 /// of the same value (`openapi.json`, kept true by the server's tests) with
 /// every `$ref` inlined, so the MCP and HTTP answers are described once.
-pub(crate) fn output_schema(
-    which: OutputSchema,
-) -> Arc<serde_json::Map<String, serde_json::Value>> {
+pub fn output_schema(which: OutputSchema) -> Arc<serde_json::Map<String, serde_json::Value>> {
     use serde_json::Value;
     static OPENAPI: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
         serde_json::from_str(toolrag_serve::OPENAPI).expect("openapi.json is JSON")
@@ -251,8 +243,9 @@ pub(crate) fn output_schema(
     }
 }
 
-/// `search_tools` over `index`, shared by the index server and the gateway.
-pub(crate) async fn search(
+/// `search_tools` over `index`, shared by the index server and the gateway
+/// (`toolrag-gateway`), which passes the tools the caller may see.
+pub async fn search(
     index: &Arc<LiveIndex>,
     pinned: &[String],
     args: SearchToolsArgs,
@@ -296,7 +289,7 @@ pub(crate) async fn search(
 
 /// A tool's card for `get_tool`: the tool as indexed, without `source`
 /// (where the definition was read, which is a path of the serving machine).
-pub(crate) fn card_of(index: &LiveIndex, handle: &str) -> Result<serde_json::Value, String> {
+pub fn card_of(index: &LiveIndex, handle: &str) -> Result<serde_json::Value, String> {
     let s = index.snapshot();
     match s.tool(handle.trim()) {
         Some(t) => {
