@@ -5,8 +5,13 @@ use std::sync::OnceLock;
 
 use toolrag::embed::{EmbedOptions, FastEmbedder, ModelDir};
 
+/// The repository: these tests are crates/toolrag-cli's, two folders down.
 pub fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    let cli = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    cli.ancestors()
+        .nth(2)
+        .expect("crates/toolrag-cli")
+        .to_path_buf()
 }
 
 /// A program the test setup (`make test`'s prerequisites) installed under the
