@@ -26,7 +26,7 @@
 //! # std::fs::create_dir(&ns).unwrap();
 //! # std::fs::write(ns.join("read_file.toml"), "name = \"read_file\"\nsummary = \"Read a file.\"\n").unwrap();
 //! # let out = tempfile::tempdir().unwrap();
-//! let config = Config::parse("[index]\nboosts = { name = 1.0 }\n")?;
+//! let config = Config::parse("[search]\ndepth = 20\n")?;
 //! // The model the caller asked for (here: none named, so the `[model]` table's).
 //! let wanted = ModelRequest::new(None, None, &config);
 //! assert_eq!(wanted.choice(), config.model);
