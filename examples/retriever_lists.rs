@@ -57,9 +57,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     config.clause_vectors = std::env::var("TOOLRAG_CLAUSE_VECTORS").map_or(true, |v| v != "0");
     let searcher = Searcher::open(&PathBuf::from(index), Some(embedder), config)?;
     let lexical = searcher
-        .retriever("lexical")
+        .retriever(&toolrag::search::RetrieverId::LEXICAL)
         .ok_or("no lexical retriever")?;
-    let dense = searcher.retriever("dense").ok_or("no dense side")?;
+    let dense = searcher
+        .retriever(&toolrag::search::RetrieverId::DENSE)
+        .ok_or("no dense side")?;
     // The concrete lexical retriever, for term statistics.
     let gen = searcher.generation().to_path_buf();
     let stats = LexicalRetriever::open(&gen)?;

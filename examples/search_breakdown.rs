@@ -25,7 +25,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use toolrag::embed::{EmbedOptions, Embedder, FastEmbedder, ModelConfig, ModelDir};
-use toolrag::search::{Mode, SearchConfig, SearchRequest, Searcher};
+use toolrag::search::{Mode, RetrieverId, SearchConfig, SearchRequest, Searcher};
 
 /// The binary's allocator, so the figures are what `toolrag` runs.
 #[global_allocator]
@@ -95,9 +95,9 @@ fn main() -> Result<()> {
             times[0].push(ms(t));
             // Cached from here on: the timings below exclude the model.
             clauses += searcher.embed_query(q)?.len() - 1;
-            for (slot, id) in [(1, "dense"), (2, "lexical")] {
+            for (slot, id) in [(1, RetrieverId::DENSE), (2, RetrieverId::LEXICAL)] {
                 model.embed_query(q)?;
-                let r = searcher.retriever(id).context(id)?;
+                let r = searcher.retriever(&id).context(id)?;
                 let t = Instant::now();
                 std::hint::black_box(r.retrieve(q, depth, None)?);
                 times[slot].push(ms(t));

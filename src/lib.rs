@@ -86,7 +86,8 @@
 //! |---|---|---|
 //! | [`registry`], [`khipu`] | `toolrag-core` | errors, tools and their loaders, the Khipu contract |
 //! | [`embed`] | `toolrag-embed` | the embedding model |
-//! | [`index`], [`search`], [`eval`], [`serve`] | `toolrag-engine` | build, search, evaluate, serve (no async runtime) |
+//! | [`index`], [`search`], [`eval`] | `toolrag-engine` | build, search, evaluate (no async runtime) |
+//! | [`serve`] | `toolrag-engine` | the live index every server reads |
 //! | [`lint`] | `toolrag-lint` | the docstring review |
 //! | [`gate`] | `toolrag-gate` | the plan check |
 //! | [`planner`] | `toolrag-planner` | the plan model's client: ask, gate, repair |
@@ -94,10 +95,10 @@
 //! | [`app`] | this crate | what every front end does alike: the model choice, build and open, progress |
 //!
 //! The front ends are crates of their own, above this one: the command line
-//! (`toolrag-cli`, the `toolrag` binary), the HTTP API (`toolrag-http`,
-//! axum), the MCP server and gateway (`toolrag-mcp`, rmcp) and the Python
-//! extension (`toolrag-py`). This crate takes no command line, server, async
-//! runtime or MCP.
+//! (`toolrag-cli`, the `toolrag` binary), the serving core (`toolrag-serve`),
+//! the HTTP API (`toolrag-http`, axum), the MCP server (`toolrag-mcp`, rmcp),
+//! the gateway (`toolrag-gateway`) and the Python extension (`toolrag-py`).
+//! This crate takes no command line, server, async runtime or MCP.
 #![warn(missing_docs)]
 
 pub mod app;
@@ -110,10 +111,19 @@ pub struct ReadmeExample;
 
 pub use toolrag_core::{khipu, registry};
 pub use toolrag_embed as embed;
-pub use toolrag_engine::{eval, learn, search, serve};
+pub use toolrag_engine::{eval, learn, search};
 pub use toolrag_gate as gate;
 pub use toolrag_lint as lint;
 pub use toolrag_planner as planner;
+
+/// Serving: the live index every server reads (the engine's
+/// [`LiveIndex`](serve::LiveIndex), reloaded when a build publishes a new
+/// generation). The serving core of the HTTP front ends (limits, request
+/// checks, errors, the OpenAPI document, the connection loop) is
+/// `toolrag-serve`, a front end's crate (axum, tokio), not re-exported here.
+pub mod serve {
+    pub use toolrag_engine::live::*;
+}
 
 /// The index: building a generation ([`build`](index::build)) and the files
 /// it is made of.

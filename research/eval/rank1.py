@@ -186,7 +186,7 @@ def main() -> int:
     for held, s in sets.items():
         rows = prepared[held]
         tools = s.s.tools
-        w = fit([prepared[n] for n in sets if n != held], cols)
+        w = fit([prepared[n] for n in sets if n != held and n not in lodo.APART], cols)
 
         def ranked(q, ords, x, hyb, w=w):
             z = x[:, cols] @ w[:-1]

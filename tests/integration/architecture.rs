@@ -223,6 +223,10 @@ const FLOORS: &[(&str, &[&str])] = &[
     // The plan model's client: the gate's loop over an OpenAI-compatible
     // chat server (blocking HTTP, no async runtime).
     ("toolrag-planner", &["toolrag-core", "toolrag-gate"]),
+    // The serving core of the two HTTP front ends (limits, checks, errors and
+    // statuses, the OpenAPI document, the connection loop): above the
+    // engine, whose live index it does not hold, and below both front ends.
+    ("toolrag-serve", &["toolrag-core", "toolrag-engine"]),
     (
         "toolrag-http",
         &[
@@ -230,25 +234,46 @@ const FLOORS: &[(&str, &[&str])] = &[
             "toolrag-engine",
             "toolrag-gate",
             "toolrag-planner",
+            "toolrag-serve",
         ],
     ),
+    // The MCP server over the index, its transports, the MCP client of
+    // upstream servers: it knows nothing of the gateway.
     (
         "toolrag-mcp",
         &[
             "toolrag-auth",
             "toolrag-core",
-            "toolrag-http",
+            "toolrag-engine",
+            "toolrag-serve",
+        ],
+    ),
+    // The gateway: above the MCP server (its search tools, transports,
+    // shared state and upstream client), with the lint's poisoning check and
+    // the gate's approval rule.
+    (
+        "toolrag-gateway",
+        &[
+            "toolrag-auth",
+            "toolrag-core",
             "toolrag-embed",
             "toolrag-engine",
             "toolrag-gate",
             "toolrag-lint",
+            "toolrag-mcp",
         ],
     ),
     // The command line (the `toolrag` binary): the facade, and the front
     // ends it runs (the HTTP API, the MCP server and gateway, their auth).
     (
         "toolrag-cli",
-        &["toolrag", "toolrag-auth", "toolrag-http", "toolrag-mcp"],
+        &[
+            "toolrag",
+            "toolrag-auth",
+            "toolrag-http",
+            "toolrag-mcp",
+            "toolrag-gateway",
+        ],
     ),
     // The Python extension is a front end over the facade (`toolrag`, the
     // root package) and its application layer; it runs the command line as
@@ -281,7 +306,9 @@ const NOT_IN_THE_FACADE: &[&str] = &[
 ];
 
 /// The crates below the front ends never take a server, an async runtime,
-/// MCP or a command line.
+/// MCP or a command line; but for the two the HTTP front ends stand on, auth
+/// and the serving core, which take a server and a runtime (the serving core
+/// never MCP or a command line: see below).
 const FRONT_END_ONLY: &[&str] = &[
     "axum",
     "tokio",
@@ -324,7 +351,13 @@ fn the_crate_graph_is_the_architecture() {
         assert!(extra.is_empty(), "{name} may not depend on {extra:?}");
         if !matches!(
             *name,
-            "toolrag-auth" | "toolrag-http" | "toolrag-mcp" | "toolrag-cli" | "toolrag-py"
+            "toolrag-auth"
+                | "toolrag-serve"
+                | "toolrag-http"
+                | "toolrag-mcp"
+                | "toolrag-gateway"
+                | "toolrag-cli"
+                | "toolrag-py"
         ) {
             let heavy: Vec<&String> = deps
                 .iter()
@@ -356,6 +389,40 @@ fn the_facade_takes_no_front_end() {
         .filter(|d| FRONT_END_ONLY.contains(&d.as_str()) || NOT_IN_THE_FACADE.contains(&d.as_str()))
         .collect();
     assert!(heavy.is_empty(), "the facade depends on {heavy:?}");
+}
+
+/// The two HTTP front ends stand on the serving core, and on nothing of each
+/// other; the engine knows nothing of serving over HTTP.
+#[test]
+fn the_http_front_ends_share_the_serving_core_and_not_each_other() {
+    let deps = |name: &str| dependencies(&root().join("crates").join(name).join("Cargo.toml"));
+    for (front, other) in [
+        ("toolrag-http", "toolrag-mcp"),
+        ("toolrag-mcp", "toolrag-http"),
+    ] {
+        let ours = deps(front);
+        assert!(
+            ours.contains("toolrag-serve"),
+            "{front} is not on toolrag-serve"
+        );
+        assert!(!ours.contains(other), "{front} depends on {other}");
+    }
+    let serve = deps("toolrag-serve");
+    assert!(
+        !serve
+            .iter()
+            .any(|d| d == "toolrag-http" || d == "toolrag-mcp"),
+        "toolrag-serve is below the front ends: {serve:?}"
+    );
+    let heavy: Vec<&String> = serve
+        .iter()
+        .filter(|d| ["rmcp", "clap", "anyhow"].contains(&d.as_str()))
+        .collect();
+    assert!(heavy.is_empty(), "toolrag-serve depends on {heavy:?}");
+    assert!(
+        !deps("toolrag-engine").contains("toolrag-serve"),
+        "the engine is below the serving core"
+    );
 }
 
 #[test]

@@ -171,3 +171,26 @@ fn the_model_in_the_users_data_folder_is_found() {
         "not hybrid with the data folder's model"
     );
 }
+
+#[test]
+fn model_dir_may_name_the_models_folder_or_the_model_s_own_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let index = moved_index(tmp.path());
+    for dir in ["models", "models/minilm-tools"] {
+        let out = query_from_root(
+            &index,
+            tmp.path(),
+            &["--model-dir", root().join(dir).to_str().unwrap()],
+        );
+        assert!(first_hit_is_hybrid(&out), "--model-dir {dir}");
+    }
+    // A folder that holds neither is still refused, naming where it looked.
+    let out = query_from_root(
+        &index,
+        tmp.path(),
+        &["--model-dir", tmp.path().to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&*tmp.path().to_string_lossy()), "{err}");
+}

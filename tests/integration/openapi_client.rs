@@ -1,6 +1,6 @@
 //! openapi-python-client (from PyPI, pinned in
 //! tests/openapi-client-requirements.txt) generates a Python client from
-//! `crates/toolrag-engine/src/serve/openapi.json` without a warning, with one `Mode` enum shared
+//! `crates/toolrag-serve/src/openapi.json` without a warning, with one `Mode` enum shared
 //! by the request and the response (a nullable enum used to give three
 //! identical classes), and the generated models read what the server sends.
 
@@ -30,7 +30,7 @@ fn a_python_client_is_generated_with_one_type_per_schema() {
         .current_dir(dir.path())
         .arg("generate")
         .arg("--path")
-        .arg(root().join("crates/toolrag-engine/src/serve/openapi.json"))
+        .arg(root().join("crates/toolrag-serve/src/openapi.json"))
         .args(["--meta", "none", "--output-path", "toolrag_client"])
         .args(["--config", "config.yaml"])
         .output()

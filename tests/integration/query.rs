@@ -9,7 +9,9 @@ use predicates::prelude::*;
 use serde_json::Value;
 use toolrag::index::{build, BuildModel, BuildOptions};
 use toolrag::registry::{LoadOptions, Registry};
-use toolrag::search::{calibration, khipu, Decision, Mode, SearchConfig, SearchRequest, Searcher};
+use toolrag::search::{
+    calibration, khipu, Decision, Mode, RetrieverId, SearchConfig, SearchRequest, Searcher,
+};
 
 use crate::common::{fresh_embedder, shipped_tools, stdout_json, toolrag};
 
@@ -643,10 +645,13 @@ fn hits_carry_each_retrievers_evidence() {
         })
         .unwrap();
     let top = &hybrid.hits[0];
-    for (id, single) in [("lexical", &lexical), ("dense", &dense)] {
+    for (id, single) in [
+        (RetrieverId::LEXICAL, &lexical),
+        (RetrieverId::DENSE, &dense),
+    ] {
         let e = top
             .retrievers
-            .get(id)
+            .get(&id)
             .unwrap_or_else(|| panic!("{id}: {top:?}"));
         // The evidence is the tool's rank and raw score in that retriever's list.
         let at = single.hits.iter().position(|h| h.id == top.id).unwrap();
@@ -657,11 +662,11 @@ fn hits_carry_each_retrievers_evidence() {
     assert!(lexical
         .hits
         .iter()
-        .all(|h| h.retrievers.len() == 1 && h.retrievers.rank("lexical").is_some()));
+        .all(|h| h.retrievers.len() == 1 && h.retrievers.rank(&RetrieverId::LEXICAL).is_some()));
     assert!(dense
         .hits
         .iter()
-        .all(|h| h.retrievers.len() == 1 && h.retrievers.rank("dense").is_some()));
+        .all(|h| h.retrievers.len() == 1 && h.retrievers.rank(&RetrieverId::DENSE).is_some()));
     let json = serde_json::to_value(top).unwrap();
     assert!(json["retrievers"]["lexical"]["rank"].is_u64(), "{json}");
     assert!(json["retrievers"]["dense"]["score"].is_f64(), "{json}");
@@ -677,9 +682,12 @@ fn hits_carry_each_retrievers_evidence() {
 /// A test-only retriever: the same list for every query.
 struct Constant(Vec<(u32, f32)>);
 
+/// The test retriever's id: one defined outside the engine.
+static CONSTANT: RetrieverId = RetrieverId::from_static("constant");
+
 impl toolrag::search::Retriever for Constant {
-    fn id(&self) -> &str {
-        "constant"
+    fn id(&self) -> &RetrieverId {
+        &CONSTANT
     }
     fn normalise(&self) -> toolrag::search::Normalise {
         toolrag::search::Normalise::ByTop
@@ -723,7 +731,7 @@ fn a_new_retriever_is_one_impl_plus_registering_it() {
     let r = with.search(&req(q, 8)).unwrap();
     // Fused with the other two: its weight 2 beats any lexical + dense sum (at most 1).
     assert_eq!(r.hits[0].id, lifted, "{:?}", ids(&r));
-    let e = r.hits[0].retrievers.get("constant").unwrap();
+    let e = r.hits[0].retrievers.get(&CONSTANT).unwrap();
     assert_eq!((e.rank, e.score), (1, 5.0));
     assert!(r.hits[0].score >= 2.0, "{}", r.hits[0].score);
     // Everything else keeps its place and its fused score.
@@ -738,14 +746,11 @@ fn a_new_retriever_is_one_impl_plus_registering_it() {
     assert_eq!(rest, before);
     assert!(r.hits[1..]
         .iter()
-        .all(|h| h.retrievers.get("constant").is_none()));
+        .all(|h| h.retrievers.get(&CONSTANT).is_none()));
     // The lexical and dense modes are their own retriever only.
     for mode in [Mode::Lexical, Mode::Dense] {
         let m = with.search(&SearchRequest { mode, ..req(q, 8) }).unwrap();
-        assert!(m
-            .hits
-            .iter()
-            .all(|h| h.retrievers.get("constant").is_none()));
+        assert!(m.hits.iter().all(|h| h.retrievers.get(&CONSTANT).is_none()));
     }
     // The filter applies to it too.
     let filtered = with

@@ -14,7 +14,9 @@ use std::sync::{Arc, OnceLock};
 
 use toolrag::index::{build, current_generation, BuildModel, BuildOptions, Manifest};
 use toolrag::registry::{LoadOptions, Registry};
-use toolrag::search::{calibration, Decision, Fusion, SearchConfig, SearchRequest, Searcher};
+use toolrag::search::{
+    calibration, Decision, Fusion, RetrieverId, SearchConfig, SearchRequest, Searcher,
+};
 
 use crate::common::{embedder, fixture, fresh_embedder, published_config, published_embedder};
 use crate::server::harness::copy_dir;
@@ -95,7 +97,7 @@ fn an_answerable_request_the_old_cosine_threshold_refused_navigates() {
     let cosine = r
         .hits
         .iter()
-        .filter_map(|h| h.retrievers.score("dense"))
+        .filter_map(|h| h.retrievers.score(&RetrieverId::DENSE))
         .fold(f32::MIN, f32::max);
     assert!(
         cosine < 0.30,
@@ -142,10 +144,16 @@ fn the_build_stores_its_calibration_and_an_old_index_is_measured_on_open() {
     let manifest = Manifest::read(&gen).unwrap();
     let summary = manifest.calibration.clone().expect("a calibration summary");
     assert_eq!(summary.requests, calibration::requests().count());
-    assert!(summary.medians.contains_key("lexical") && summary.medians.contains_key("dense"));
+    assert!(
+        summary.medians.contains_key(&RetrieverId::LEXICAL)
+            && summary.medians.contains_key(&RetrieverId::DENSE)
+    );
     assert!(manifest.files.iter().any(|f| f.path == calibration::FILE));
     let stored = calibration::read(&gen).unwrap().unwrap();
-    assert_eq!(stored.retrievers, ["lexical", "dense"]);
+    assert_eq!(
+        stored.retrievers,
+        [RetrieverId::LEXICAL, RetrieverId::DENSE]
+    );
 
     // A generation from before calibrations: no file, no summary. It opens,
     // measures its calibration, and answers as the stored one does.
@@ -210,7 +218,7 @@ fn a_fair_cosine_on_a_hub_tool_is_not_evidence() {
         })
         .unwrap();
     assert_eq!(dense.hits[0].id, "time/convert_time", "{:?}", dense.hits);
-    let cosine = dense.hits[0].retrievers.score("dense").unwrap();
+    let cosine = dense.hits[0].retrievers.score(&RetrieverId::DENSE).unwrap();
 
     let stored = calibration::read(&current_generation(dir.path()).unwrap())
         .unwrap()
@@ -220,7 +228,7 @@ fn a_fair_cosine_on_a_hub_tool_is_not_evidence() {
     plain.hubness.clear();
     plain.hub_tops.clear();
     let plain_share = calibration::Calibrator::new(&plain)
-        .share("dense", cosine)
+        .share(&RetrieverId::DENSE, cosine)
         .unwrap();
     assert!(
         plain_share > 0.8,

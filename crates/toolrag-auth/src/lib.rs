@@ -13,6 +13,12 @@
 //!
 //! The crate knows nothing of MCP or of the gateway's policy: it says who is
 //! asking, and the front ends decide what that principal may do.
+//!
+//! It reaches the network for OAuth only: [`OAuthVerifier`] fetches the
+//! issuer's JWKS (and its metadata, to find it, unless `jwks_uri` is given),
+//! with reqwest, on the first token, again for a key it does not know (at
+//! most every `jwks_refetch_min_seconds`) and on `SIGHUP`. Static tokens are
+//! a local file.
 #![warn(missing_docs)]
 
 mod authenticator;

@@ -1,15 +1,49 @@
 //! Retrieval modes and the retrievers they use: the names shared by the CLI,
 //! the HTTP API, `toolrag.toml` and the ranks of every hit.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
-/// The id of the BM25 retriever, as [`Mode::uses`] and the ranks name it.
-pub const LEXICAL: &str = "lexical";
-/// The id of the dense retriever, as [`Mode::uses`] and the ranks name it.
-pub const DENSE: &str = "dense";
+/// The id of a retriever: the key of its evidence in every hit, of its list in
+/// fusion and of its scores in an index's calibration. The set is open (a
+/// searcher may register more retrievers), so the two built in are constants:
+/// [`RetrieverId::LEXICAL`] and [`RetrieverId::DENSE`]. Serialised as its
+/// name (`"lexical"`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct RetrieverId(Cow<'static, str>);
+
+impl RetrieverId {
+    /// The BM25 retriever.
+    pub const LEXICAL: RetrieverId = RetrieverId::from_static("lexical");
+    /// The dense retriever.
+    pub const DENSE: RetrieverId = RetrieverId::from_static("dense");
+
+    /// The id named `name`, for a retriever defined outside this crate.
+    pub const fn from_static(name: &'static str) -> RetrieverId {
+        RetrieverId(Cow::Borrowed(name))
+    }
+
+    /// The id named `name`, read at run time.
+    pub fn new(name: impl Into<String>) -> RetrieverId {
+        RetrieverId(Cow::Owned(name.into()))
+    }
+
+    /// The id's name (`lexical`, `dense`).
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for RetrieverId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
 
 /// Which retrievers to use. Each mode is a set of retrievers (see
-/// [`Mode::retrievers`]); the names are the same in the CLI, the HTTP API and
+/// [`Mode::uses`]); the names are the same in the CLI, the HTTP API and
 /// `toolrag.toml`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -40,11 +74,11 @@ impl Mode {
 
     /// Whether the retriever `id` takes part in this mode: lexical and dense
     /// modes are their one retriever, hybrid is every registered one.
-    pub fn uses(self, id: &str) -> bool {
+    pub fn uses(self, id: &RetrieverId) -> bool {
         match self {
             Mode::Hybrid => true,
-            Mode::Lexical => id == LEXICAL,
-            Mode::Dense => id == DENSE,
+            Mode::Lexical => *id == RetrieverId::LEXICAL,
+            Mode::Dense => *id == RetrieverId::DENSE,
         }
     }
 }

@@ -81,6 +81,18 @@ impl BuiltinModel {
             None => root.to_path_buf(),
         }
     }
+
+    /// Its folder when `root` was named as the models folder: the folder
+    /// inside it ([`BuiltinModel::folder_in`]), or `root` itself when that
+    /// is missing and `root` holds a model, so that `--model-dir` may name
+    /// either the models folder or the model's own folder.
+    pub fn model_in(&self, root: &Path) -> PathBuf {
+        let inside = self.folder_in(root);
+        if !inside.is_dir() && root.join("model.onnx").is_file() {
+            return root.to_path_buf();
+        }
+        inside
+    }
 }
 
 /// The models shipped with toolrag. Both are all-MiniLM-L6-v2 (384
@@ -217,7 +229,7 @@ impl ModelDir {
         }
         for (root, strict, what) in candidates {
             let Some(root) = root else { continue };
-            let dir = builtin.folder_in(&root);
+            let dir = builtin.model_in(&root);
             if strict || dir.join("model.onnx").exists() {
                 return ModelDir::open_with(&dir, settings);
             }

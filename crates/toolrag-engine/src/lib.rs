@@ -13,16 +13,19 @@
 //!    tool's learnt requests) and measures its calibration with the search's
 //!    retrievers;
 //! 5. [`eval`] (recall, MRR and the abstain curves of labelled requests) and
-//!    [`serve`] (the live, hot-swapped index that the HTTP and MCP front
-//!    ends share).
+//!    [`live`] (the live, hot-swapped index that every server reads).
+//!
+//! It knows nothing of HTTP: the limits, request checks, error statuses and
+//! connection handling of the HTTP front ends are `toolrag-serve`'s, a crate
+//! above this one. It makes no network call.
 #![warn(missing_docs)]
 
 pub mod build;
 pub mod eval;
 pub mod index;
 pub mod learn;
+pub mod live;
 pub mod search;
-pub mod serve;
 
 pub use build::{build, BuildModel, BuildOptions, BuildProgress, BuildReport};
 pub use search::{Hit, SearchConfig, SearchRequest, SearchResult, Searcher};

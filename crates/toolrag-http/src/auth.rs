@@ -8,7 +8,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::AppState;
-use toolrag_engine::serve::UserCode;
+use toolrag_serve::UserCode;
 
 /// The one route open without a token, so that liveness probes need no secret.
 const OPEN_ROUTE: &str = "/healthz";

@@ -7,7 +7,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use toolrag_engine::search::{Mode, SearchRequest};
-use toolrag_engine::serve::{check_k, check_query, ApiError, UserCode, MAX_BODY_BYTES};
+use toolrag_serve::{check_k, check_query, ApiError, UserCode, MAX_BODY_BYTES};
 
 /// The body of `POST /v1/search` (and each item of a batch). Unknown fields
 /// are refused, so a misspelt option is an error rather than ignored.

@@ -1,12 +1,12 @@
 //! How an [`ApiError`] of the serving core goes over HTTP: its code's status
 //! and the `{"error": {"code", "message"}}` body, with `Retry-After` on a 503
 //! and `WWW-Authenticate` on a 401. The codes and their statuses are the
-//! core's ([`toolrag_engine::serve::ApiCode`]).
+//! core's ([`toolrag_serve::ApiCode`]).
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use toolrag_engine::serve::ApiError;
+use toolrag_serve::ApiError;
 
 /// The HTTP status of `e`, decided by its code.
 pub fn status_of(e: &ApiError) -> StatusCode {
@@ -20,7 +20,7 @@ pub struct HttpError(pub ApiError);
 
 impl HttpError {
     /// A user error with `code` and `message`.
-    pub fn user(code: toolrag_engine::serve::UserCode, message: impl Into<String>) -> Self {
+    pub fn user(code: toolrag_serve::UserCode, message: impl Into<String>) -> Self {
         HttpError(ApiError::user(code, message))
     }
 }

@@ -11,7 +11,8 @@ use serde_json::json;
 
 use super::body::{json_type, parse_value, GateBody, JsonBody, SearchBody};
 use super::AppState;
-use toolrag_engine::serve::{generation_name, Answer, ApiError, UserCode, MAX_BATCH};
+use toolrag_engine::live::{generation_name, Answer};
+use toolrag_serve::{ApiError, UserCode, MAX_BATCH};
 
 /// The response header naming the index generation that answered.
 pub const GENERATION_HEADER: HeaderName = HeaderName::from_static("x-toolrag-generation");
@@ -278,9 +279,9 @@ pub async fn method_not_allowed(req: Request) -> HttpError {
 /// error body, below the limits of the connection's HTTP parser (64 KiB of
 /// target; 256 KiB or 1,000 headers), where hyper itself answers with an
 /// empty body; and 400 `invalid_request` to a request with two
-/// `Authorization` or two `Host` headers ([`crate::edge`]).
+/// `Authorization` or two `Host` headers ([`toolrag_serve::repeated_header`]).
 pub async fn request_limits(req: Request, next: Next) -> Response {
-    use toolrag_engine::serve::{MAX_HEADERS, MAX_HEADER_BYTES, MAX_URI_BYTES};
+    use toolrag_serve::{MAX_HEADERS, MAX_HEADER_BYTES, MAX_URI_BYTES};
     let target = req
         .uri()
         .path_and_query()
@@ -293,10 +294,10 @@ pub async fn request_limits(req: Request, next: Next) -> Response {
         .into_response();
     }
     let headers = req.headers();
-    if let Some(name) = crate::edge::repeated_header(headers, &crate::edge::SINGLE_HEADERS) {
+    if let Some(name) = toolrag_serve::repeated_header(headers, &toolrag_serve::SINGLE_HEADERS) {
         return HttpError::user(
             UserCode::InvalidRequest,
-            crate::edge::repeated_message(name),
+            toolrag_serve::repeated_message(name),
         )
         .into_response();
     }

@@ -3,9 +3,15 @@
 //! OpenAPI description, over a [`LiveIndex`] that reloads
 //! itself when a new index generation is published.
 //!
-//! The limits, the request checks, the error codes and the live index are the
-//! serving core's ([`crate::serve`]), shared with the MCP server; this module
-//! adds what is HTTP: routes, extractors, auth, CORS, timeouts and metrics.
+//! The limits, the request checks, the error codes and their statuses, the
+//! OpenAPI document and the connection loop are the serving core's
+//! ([`toolrag_serve`]), shared with MCP over streamable HTTP; the live index
+//! is the engine's ([`toolrag_engine::live`]). This crate adds what is the
+//! API's: routes, extractors, auth, CORS, timeouts and metrics. It does not
+//! depend on the MCP crate, nor the MCP crate on it.
+//!
+//! It opens no connection but to the plan model the server is configured
+//! with (`toolrag-planner`); it serves on the listener the binary binds.
 //!
 //! The server uses only the public library API: it opens a
 //! [`Searcher`](toolrag_engine::search::Searcher), turns results into Khipu candidate
@@ -16,7 +22,7 @@
 //! ```no_run
 //! # async fn demo() -> toolrag_core::Result<()> {
 //! use std::sync::Arc;
-//! use toolrag_engine::serve::LiveIndex;
+//! use toolrag_engine::live::LiveIndex;
 //! use toolrag_http::{AppState, ServeOptions};
 //!
 //! let live = LiveIndex::open("index".as_ref(), None, Default::default())?;
@@ -33,7 +39,6 @@
 mod auth;
 mod body;
 mod conn;
-pub mod edge;
 mod error;
 mod handlers;
 mod metrics;
@@ -49,13 +54,17 @@ use axum::routing::{get, post};
 use axum::Router;
 
 pub use body::{GateBody, SearchBody};
-pub use conn::{serve, serve_router, ConnLimits, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
+pub use conn::serve;
 pub use error::{status_of, HttpError};
 pub use metrics::COMMIT;
 pub use plan::{PlanBody, MAX_RETRY_ASKED};
+/// The defaults of [`ServeOptions::header_timeout`] and
+/// [`ServeOptions::max_connections`]: the serving core's.
+pub use toolrag_serve::{DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
 
-use toolrag_engine::serve::{ApiError, LiveIndex, MAX_BODY_BYTES};
+use toolrag_engine::live::LiveIndex;
 use toolrag_planner::Planner;
+use toolrag_serve::{ApiError, MAX_BODY_BYTES};
 
 /// Every route, as (method, path template). The OpenAPI document lists
 /// exactly these; a test keeps the two in sync.

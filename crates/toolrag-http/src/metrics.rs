@@ -19,9 +19,9 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 use super::AppState;
+use toolrag_engine::live::generation_name;
 use toolrag_engine::search::khipu::CandidateSet;
 use toolrag_engine::search::{Decision, Mode};
-use toolrag_engine::serve::generation_name;
 
 /// Latency buckets, in seconds: from a cached lexical query to a slow batch.
 const BUCKETS: [f64; 14] = [

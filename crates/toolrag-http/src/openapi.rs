@@ -1,8 +1,10 @@
 //! `GET /openapi.json`: the OpenAPI 3.1 description of the API.
 //!
-//! The document is hand-written (`openapi.json` in the engine's serving core, `toolrag_engine::serve::OPENAPI`) and checked
-//! against the code by tests: its paths are exactly [`ROUTES`](super::ROUTES),
-//! its error codes are exactly [`ApiCode::ALL`](toolrag_engine::serve::ApiCode::ALL), its gate
+//! The document is hand-written ([`toolrag_serve::OPENAPI`]: it is kept in the
+//! serving core because the MCP tools' output schemas are two of its
+//! components) and checked against the code by tests: its paths are exactly
+//! [`ROUTES`](super::ROUTES), its error codes are exactly
+//! [`ApiCode::ALL`](toolrag_serve::ApiCode::ALL), its gate
 //! violation codes are exactly [`Code::ALL`](toolrag_gate::Code::ALL), and the
 //! integration tests validate real responses against its schemas.
 
@@ -10,7 +12,7 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 
 /// The OpenAPI document, as served.
-pub const DOCUMENT: &str = toolrag_engine::serve::OPENAPI;
+pub const DOCUMENT: &str = toolrag_serve::OPENAPI;
 
 /// The document, parsed.
 pub fn document() -> serde_json::Value {
@@ -70,7 +72,7 @@ mod tests {
             .iter()
             .map(|c| c.as_str().unwrap())
             .collect();
-        let ours: Vec<&str> = toolrag_engine::serve::ApiCode::ALL
+        let ours: Vec<&str> = toolrag_serve::ApiCode::ALL
             .iter()
             .map(|c| c.as_str())
             .collect();
@@ -88,7 +90,7 @@ mod tests {
                 statuses.extend(op["responses"].as_object().unwrap().keys().cloned());
             }
         }
-        for code in toolrag_engine::serve::ApiCode::ALL {
+        for code in toolrag_serve::ApiCode::ALL {
             let status = code.status();
             assert!((400..600).contains(&status), "{code}: {status}");
             assert!(
@@ -186,7 +188,7 @@ mod tests {
     fn limits_match() {
         let doc = document();
         let body = &doc["components"]["schemas"]["SearchBody"]["properties"];
-        use toolrag_engine::serve::{DEFAULT_K, MAX_BATCH, MAX_K, MAX_QUERY_CHARS};
+        use toolrag_serve::{DEFAULT_K, MAX_BATCH, MAX_K, MAX_QUERY_CHARS};
         assert_eq!(body["k"]["maximum"], MAX_K);
         assert_eq!(body["k"]["default"], DEFAULT_K);
         // JSON Schema's maxLength counts characters, as check_query does.

@@ -23,9 +23,10 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
 
+use toolrag_engine::live::{generation_name, Answer};
 use toolrag_engine::search::khipu;
-use toolrag_engine::serve::{generation_name, Answer, ApiError, InternalCode, UserCode};
 use toolrag_planner::{Aborted, PlanFailure, PlannerError};
+use toolrag_serve::{ApiError, InternalCode, UserCode};
 
 use crate::body::{json_integer, json_type, parse_value, JsonBody, SearchBody};
 use crate::error::HttpError;

@@ -2,7 +2,7 @@
 //! must say one thing to every layer that reads it.
 //!
 //! - A request with two `Authorization` headers or two `Host` headers gets
-//!   `400` ([`toolrag_http::edge`]): otherwise one layer could read the first
+//!   `400` ([`toolrag_serve::repeated_header`]): otherwise one layer could read the first
 //!   and another the last.
 //! - A request whose target is in absolute form (`POST http://host/mcp
 //!   HTTP/1.1`) names its host in the URL, and HTTP/1.1 says that host, not
@@ -77,10 +77,10 @@ pub fn guard(app: Router, hosts: &[String]) -> Router {
 }
 
 async fn check(State(hosts): State<Hosts>, req: Request, next: Next) -> Response {
-    let single = toolrag_http::edge::SINGLE_HEADERS;
-    if let Some(name) = toolrag_http::edge::repeated_header(req.headers(), &single) {
+    let single = toolrag_serve::SINGLE_HEADERS;
+    if let Some(name) = toolrag_serve::repeated_header(req.headers(), &single) {
         tracing::info!("refused a request with more than one {name} header");
-        let message = toolrag_http::edge::repeated_message(name);
+        let message = toolrag_serve::repeated_message(name);
         return refuse(StatusCode::BAD_REQUEST, "invalid_request", message);
     }
     if let Some(authority) = req.uri().authority() {

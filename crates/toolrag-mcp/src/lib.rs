@@ -2,12 +2,19 @@
 //! client can search a large registry lazily instead of listing all of it.
 //!
 //! Built on `rmcp`, the official Rust MCP SDK; the transport (stdio for
-//! `toolrag mcp`) is the caller's choice. It reads a [`LiveIndex`] of the
-//! serving core ([`crate::serve`]), as the HTTP server does, so it follows
-//! index rebuilds the same way and applies the same limits; it does not
-//! depend on the HTTP server. A user error ([`ApiError::User`]) is a tool
-//! result with `isError`, which the model can read and correct; an internal
-//! one is a JSON-RPC error.
+//! `toolrag mcp`, or [`streamable_http`]) is the caller's choice. It reads
+//! the engine's [`LiveIndex`], as the HTTP API does, so it follows index
+//! rebuilds the same way, and it applies the serving core's limits, checks
+//! and errors ([`toolrag_serve`]), which it shares with the HTTP API without
+//! depending on it. A user error ([`ApiError::User`]) is a tool result with
+//! `isError`, which the model can read and correct; an internal one is a
+//! JSON-RPC error.
+//!
+//! Over the network, it listens where the binary binds it
+//! ([`streamable_http`]) and connects, each only when configured, to its
+//! upstream MCP servers ([`upstream`]: streamable HTTP; stdio ones are child
+//! processes) and to Redis (`[gateway] state`, [`shared`]); OAuth's issuer
+//! is `toolrag-auth`'s.
 #![warn(missing_docs)]
 
 use std::sync::Arc;
@@ -21,27 +28,22 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use tracing::Instrument;
 
+use toolrag_engine::live::LiveIndex;
 use toolrag_engine::search::SearchRequest;
-use toolrag_engine::serve::{check_k, check_query, ApiError, LiveIndex};
+use toolrag_serve::{check_k, check_query, ApiError};
 
 pub mod conformance;
-pub mod gateway;
 pub mod jsonrpc;
 pub mod limits;
 pub mod lists;
-pub mod policy;
 pub mod sessions;
-pub mod settings;
 pub mod shared;
 pub mod streamable_http;
-mod telemetry;
+pub mod telemetry;
 pub mod upstream;
 
 // The HTTP front end's first checks of a request's head.
 mod edge;
-
-pub use policy::PolicyRule;
-pub use settings::{GatewayConfig, OutputGuard};
 
 /// The arguments of `search_tools`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -186,7 +188,7 @@ impl ServerHandler for McpServer {
 
 /// The structured results of toolrag's MCP tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum OutputSchema {
+pub enum OutputSchema {
     /// `search_tools`: the Khipu candidate set.
     CandidateSet,
     /// `get_tool`: a tool's card, without `source`.
@@ -196,12 +198,10 @@ pub(crate) enum OutputSchema {
 /// The `outputSchema` of a tool's structured result: the HTTP API's schema
 /// of the same value (`openapi.json`, kept true by the server's tests) with
 /// every `$ref` inlined, so the MCP and HTTP answers are described once.
-pub(crate) fn output_schema(
-    which: OutputSchema,
-) -> Arc<serde_json::Map<String, serde_json::Value>> {
+pub fn output_schema(which: OutputSchema) -> Arc<serde_json::Map<String, serde_json::Value>> {
     use serde_json::Value;
     static OPENAPI: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
-        serde_json::from_str(toolrag_engine::serve::OPENAPI).expect("openapi.json is JSON")
+        serde_json::from_str(toolrag_serve::OPENAPI).expect("openapi.json is JSON")
     });
     fn inline(v: &Value, components: &Value) -> Value {
         match v {
@@ -243,8 +243,9 @@ pub(crate) fn output_schema(
     }
 }
 
-/// `search_tools` over `index`, shared by the index server and the gateway.
-pub(crate) async fn search(
+/// `search_tools` over `index`, shared by the index server and the gateway
+/// (`toolrag-gateway`), which passes the tools the caller may see.
+pub async fn search(
     index: &Arc<LiveIndex>,
     pinned: &[String],
     args: SearchToolsArgs,
@@ -288,7 +289,7 @@ pub(crate) async fn search(
 
 /// A tool's card for `get_tool`: the tool as indexed, without `source`
 /// (where the definition was read, which is a path of the serving machine).
-pub(crate) fn card_of(index: &LiveIndex, handle: &str) -> Result<serde_json::Value, String> {
+pub fn card_of(index: &LiveIndex, handle: &str) -> Result<serde_json::Value, String> {
     let s = index.snapshot();
     match s.tool(handle.trim()) {
         Some(t) => {

@@ -21,8 +21,9 @@
 //! - **one reading of the head** ([`crate::edge`]): two `Authorization`
 //!   or `Host` headers get `400`, and an absolute-form target's host must be
 //!   an allowed host, as `Host` must;
-//! - **connections** served as `toolrag serve` serves them (a deadline for
-//!   headers, a cap on open connections: [`toolrag_http::serve_router`]);
+//! - **connections** served as `toolrag serve` serves them, by the serving
+//!   core's loop (a deadline for headers, a cap on open connections:
+//!   [`toolrag_serve::serve_router`]);
 //! - **JSON-RPC answers** where rmcp answers in plain text, `204` to a
 //!   DELETE, and a `-32601` that names the method and the protocol version
 //!   ([`crate::conformance`]);
@@ -91,7 +92,7 @@ pub struct HttpOptions {
     /// The largest request body, bytes.
     pub max_body_bytes: usize,
     /// Connection limits.
-    pub limits: toolrag_http::ConnLimits,
+    pub limits: toolrag_serve::ConnLimits,
     /// How many requests a minute each principal may send (a token bucket
     /// that holds a minute's worth); over it, `429` with `Retry-After`.
     /// `None`: no limit.
@@ -118,7 +119,7 @@ impl Default for HttpOptions {
             allowed_hosts: Vec::new(),
             grace: Duration::from_secs(10),
             max_body_bytes: 4 * 1024 * 1024,
-            limits: toolrag_http::ConnLimits::default(),
+            limits: toolrag_serve::ConnLimits::default(),
             requests_per_minute: None,
             sessions: SessionLimits::default(),
             on_foreign_session: None,
@@ -228,7 +229,7 @@ where
             cancel_all.cancel();
         });
     };
-    let served = toolrag_http::serve_router(listener, app, opts.limits, stop).await;
+    let served = toolrag_serve::serve_router(listener, app, opts.limits, (), stop).await;
     cancel.cancel();
     served
 }

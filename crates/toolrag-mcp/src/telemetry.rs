@@ -21,7 +21,7 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 /// The span of one `tools/call` received for `tool`, a child of the trace
 /// context the client sent, if any.
-pub(crate) fn request_span(tool: &str, ctx: &RequestContext<RoleServer>) -> tracing::Span {
+pub fn request_span(tool: &str, ctx: &RequestContext<RoleServer>) -> tracing::Span {
     let parts = ctx.extensions.get::<http::request::Parts>();
     let span = tracing::info_span!(
         "mcp.request",
@@ -60,7 +60,7 @@ pub(crate) fn request_span(tool: &str, ctx: &RequestContext<RoleServer>) -> trac
 }
 
 /// The span of one call sent to the upstream `server`'s `tool`.
-pub(crate) fn upstream_span(server: &str, tool: &str) -> tracing::Span {
+pub fn upstream_span(server: &str, tool: &str) -> tracing::Span {
     tracing::info_span!(
         "mcp.upstream",
         otel.name = %format!("tools/call {tool}"),
@@ -74,7 +74,7 @@ pub(crate) fn upstream_span(server: &str, tool: &str) -> tracing::Span {
 }
 
 /// The span of one search over the index.
-pub(crate) fn search_span(k: usize) -> tracing::Span {
+pub fn search_span(k: usize) -> tracing::Span {
     tracing::info_span!(
         "toolrag.search",
         otel.name = "search",
@@ -85,12 +85,12 @@ pub(crate) fn search_span(k: usize) -> tracing::Span {
 }
 
 /// Marks `span` as failed (`otel.status_code = ERROR`).
-pub(crate) fn mark_error(span: &tracing::Span) {
+pub fn mark_error(span: &tracing::Span) {
     span.record("otel.status_code", "error");
 }
 
 /// Puts `span`'s trace context into `params._meta` of an outgoing request.
-pub(crate) fn inject(span: &tracing::Span, params: &mut impl RequestParamsMeta) {
+pub fn inject(span: &tracing::Span, params: &mut impl RequestParamsMeta) {
     let context = span.context();
     let mut fields = Vec::new();
     opentelemetry::global::get_text_map_propagator(|propagator| {

@@ -8,7 +8,7 @@ use std::ops::Deref;
 use std::path::Path;
 
 use toolrag::config::relative_to_file;
-use toolrag_mcp::GatewayConfig;
+use toolrag_gateway::GatewayConfig;
 
 /// A whole `toolrag.toml`: the library's [`toolrag::config::Config`] (its
 /// fields read through `Deref`) and the gateway's settings.
@@ -69,7 +69,7 @@ mod tests {
     use toolrag::config::ConfigError;
     use toolrag::config::GATEWAY_KEYS;
     use toolrag::Error;
-    use toolrag_mcp::OutputGuard;
+    use toolrag_gateway::OutputGuard;
 
     fn err(text: &str) -> ConfigError {
         match Config::parse(text) {
@@ -128,7 +128,7 @@ mod tests {
         full.key_file = Some("c".into());
         full.approvals_db = Some("d".into());
         full.usage_log = Some("e".into());
-        full.state = Some(toolrag_mcp::settings::StateUrl::new("redis://r:6379/0"));
+        full.state = Some(toolrag_gateway::settings::StateUrl::new("redis://r:6379/0"));
         full.state_password_env = Some("F".into());
         assert_eq!(keys(serde_json::to_value(full).unwrap()), want);
     }

@@ -11,7 +11,7 @@ use clap::Args;
 use rmcp::ServiceExt;
 use toolrag::serve::RELOAD_POLL;
 use toolrag_auth::{Authenticator, OAuthConfig, OAuthVerifier, StaticTokens};
-use toolrag_mcp::gateway::{Gateway, GatewayOptions, GatewayServer};
+use toolrag_gateway::{Gateway, GatewayOptions, GatewayServer};
 use toolrag_mcp::sessions::ForeignSessionHook;
 use toolrag_mcp::shared::SharedState;
 use toolrag_mcp::streamable_http::HttpOptions;
@@ -153,7 +153,7 @@ impl HttpArgs {
     fn options(
         &self,
         addr: std::net::SocketAddr,
-        gateway: &toolrag_mcp::GatewayConfig,
+        gateway: &toolrag_gateway::GatewayConfig,
     ) -> anyhow::Result<HttpOptions> {
         let tokens = match &self.auth_tokens {
             Some(path) => {
@@ -203,7 +203,7 @@ impl HttpArgs {
 async fn serve_http<S, F>(
     addr: std::net::SocketAddr,
     http: &HttpArgs,
-    gateway: &toolrag_mcp::GatewayConfig,
+    gateway: &toolrag_gateway::GatewayConfig,
     audit: Option<ForeignSessionHook>,
     shared: SharedState,
     factory: F,

@@ -244,7 +244,8 @@ pub struct ModelArgs {
     /// `[model]` table of toolrag.toml, else minilm-tools]
     #[arg(long, value_name = "NAME|DIR")]
     pub model: Option<String>,
-    /// The models folder, where the shipped models are looked for. Default:
+    /// The models folder, where the shipped models are looked for (or the
+    /// chosen model's own folder, e.g. models/minilm-tools). Default:
     /// for an index, the model folder it was built with, then next to the
     /// executable, the user's data folder, $TOOLRAG_MODEL_DIR and ./models;
     /// otherwise $TOOLRAG_MODEL_DIR, ./models, next to the executable and the

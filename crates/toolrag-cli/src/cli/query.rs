@@ -166,7 +166,7 @@ fn print_one(
                 Column::right("DENSE").fixed(5),
                 Column::left("SUMMARY"),
             ];
-            use toolrag::search::{dense, lexical};
+            use toolrag::search::RetrieverId;
             let r = |x: Option<u32>| x.map_or("-".to_string(), |v| v.to_string());
             let rows: Vec<Vec<String>> = result
                 .hits
@@ -180,8 +180,8 @@ fn print_one(
                         (i + 1).to_string(),
                         h.id.clone(),
                         format!("{:.4}", h.score),
-                        r(h.retrievers.rank(lexical::ID)),
-                        r(h.retrievers.rank(dense::ID)),
+                        r(h.retrievers.rank(&RetrieverId::LEXICAL)),
+                        r(h.retrievers.rank(&RetrieverId::DENSE)),
                         format!("{summary}{pin}{note}"),
                     ]
                 })

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::lexical::FieldBoosts;
 use toolrag_core::error::{Error, Result};
+use toolrag_core::retrieval::RetrieverId;
 
 /// The on-disk format version. Bump it on any incompatible change to the files
 /// of a generation folder, or to how they are read (the analyser of the
@@ -321,7 +322,7 @@ pub struct CalibrationSummary {
     pub requests: usize,
     /// Each retriever's median best raw score over the calibration requests:
     /// what a typical unrelated request scores on this registry.
-    pub medians: BTreeMap<String, f32>,
+    pub medians: BTreeMap<RetrieverId, f32>,
     /// The languages calibrated beside English, by code.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub languages: Vec<String>,

@@ -68,6 +68,7 @@ use super::clauses::clause_spans;
 use super::retriever::Retriever;
 use super::{dense, lexical};
 use toolrag_core::error::{Error, Result};
+use toolrag_core::retrieval::RetrieverId;
 
 /// The calibration requests, one per line.
 pub const REQUESTS: &str = include_str!("background.txt");
@@ -171,7 +172,7 @@ pub type RequestVectors = Vec<Vec<Vec<f32>>>;
 pub struct Calibration {
     /// The retrievers measured, in order (`lexical`, then `dense` when the
     /// index has a dense side).
-    pub retrievers: Vec<String>,
+    pub retrievers: Vec<RetrieverId>,
     /// Per calibration request, each retriever's best raw score, in the
     /// order of `retrievers`; `None` where it found nothing.
     pub tops: Vec<Vec<Option<f32>>>,
@@ -206,7 +207,7 @@ impl Calibration {
     /// Each retriever's best raw scores, ascending, by retriever id (a
     /// request on which it found nothing counts as -1); with `unrelated`,
     /// only the requests the registry does not serve.
-    fn sorted_tops(&self, unrelated: bool) -> HashMap<String, Vec<f32>> {
+    fn sorted_tops(&self, unrelated: bool) -> HashMap<RetrieverId, Vec<f32>> {
         self.retrievers
             .iter()
             .enumerate()
@@ -246,9 +247,9 @@ impl Calibration {
 #[derive(Debug, Clone, Default)]
 pub struct Calibrator {
     /// Every calibration request's bests, ascending (fusion's evidence).
-    tops: HashMap<String, Vec<f32>>,
+    tops: HashMap<RetrieverId, Vec<f32>>,
     /// The unrelated requests' bests, ascending (the decision's shares).
-    noise: HashMap<String, Vec<f32>>,
+    noise: HashMap<RetrieverId, Vec<f32>>,
     hubness: Vec<f32>,
     /// The calibration requests' hub-corrected bests, ascending.
     hub_tops: Vec<f32>,
@@ -328,9 +329,9 @@ impl Calibrator {
     /// below this list's; otherwise the share of its best score
     /// ([`Calibrator::share`]). `None` for an empty list or a retriever the
     /// calibration did not measure.
-    pub fn list_share(&self, id: &str, list: &[(u32, f32)]) -> Option<f32> {
+    pub fn list_share(&self, id: &RetrieverId, list: &[(u32, f32)]) -> Option<f32> {
         let best = list.first()?;
-        if id == dense::ID && self.corrects_hubs() {
+        if *id == RetrieverId::DENSE && self.corrects_hubs() {
             let above = list
                 .iter()
                 .map(|&(o, s)| s - self.hubness.get(o as usize).copied().unwrap_or(0.0))
@@ -342,7 +343,7 @@ impl Calibrator {
     }
 
     /// Whether retriever `id` was calibrated.
-    pub fn knows(&self, id: &str) -> bool {
+    pub fn knows(&self, id: &RetrieverId) -> bool {
         self.tops.get(id).is_some_and(|v| !v.is_empty())
     }
 
@@ -350,7 +351,7 @@ impl Calibrator {
     /// does not serve, [`Calibration::served`]) whose best score from
     /// retriever `id` is below `best`; `None` for a retriever the
     /// calibration did not measure.
-    pub fn share(&self, id: &str, best: f32) -> Option<f32> {
+    pub fn share(&self, id: &RetrieverId, best: f32) -> Option<f32> {
         share_in(&self.noise, id, best)
     }
 
@@ -358,7 +359,7 @@ impl Calibrator {
     /// of the calibration requests' best scores (a request on which it found
     /// nothing counting as -1). `None` for a retriever the calibration did
     /// not measure.
-    pub fn noise_level(&self, id: &str) -> Option<f32> {
+    pub fn noise_level(&self, id: &RetrieverId) -> Option<f32> {
         let tops = self.tops.get(id).filter(|v| !v.is_empty())?;
         let at = ((NOISE * tops.len() as f32) as usize).min(tops.len() - 1);
         Some(tops[at])
@@ -368,13 +369,13 @@ impl Calibrator {
     /// `best`: its share among every calibration request above [`NOISE`],
     /// rescaled to [0, 1]. A retriever the calibration did not measure
     /// counts in full (1).
-    pub fn evidence(&self, id: &str, best: f32) -> f32 {
+    pub fn evidence(&self, id: &RetrieverId, best: f32) -> f32 {
         share_in(&self.tops, id, best).map_or(1.0, |s| ((s - NOISE) / (1.0 - NOISE)).max(0.0))
     }
 }
 
 /// The share of `tops[id]` below `best`; `None` when it has none.
-fn share_in(tops: &HashMap<String, Vec<f32>>, id: &str, best: f32) -> Option<f32> {
+fn share_in(tops: &HashMap<RetrieverId, Vec<f32>>, id: &RetrieverId, best: f32) -> Option<f32> {
     let tops = tops.get(id).filter(|v| !v.is_empty())?;
     Some(tops.partition_point(|&t| t < best) as f32 / tops.len() as f32)
 }
@@ -416,11 +417,11 @@ fn measure_set(
     vectors: Option<&RequestVectors>,
 ) -> Result<Calibration> {
     let mut out = Calibration {
-        retrievers: vec![lexical::ID.to_string()],
+        retrievers: vec![RetrieverId::LEXICAL],
         ..Calibration::default()
     };
     if dense.is_some() {
-        out.retrievers.push(dense::ID.to_string());
+        out.retrievers.push(RetrieverId::DENSE);
     }
     let mut dense_lists = Vec::new();
     // Per request: both retrievers put the same tool first.

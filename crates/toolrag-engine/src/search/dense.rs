@@ -13,10 +13,8 @@ use super::retriever::{Keep, Retriever};
 use super::SearchConfig;
 use crate::index::dense::{DenseIndex, DenseOptions, PointKind};
 use toolrag_core::error::{Error, Result};
+use toolrag_core::retrieval::RetrieverId;
 use toolrag_embed::Embedder;
-
-/// The dense retriever's id.
-pub const ID: &str = toolrag_core::retrieval::DENSE;
 
 /// Query embeddings by query text.
 type Cache = Mutex<lru::LruCache<String, Arc<Vec<Vec<f32>>>>>;
@@ -119,9 +117,12 @@ impl DenseRetriever {
     }
 }
 
+/// The id returned by reference ([`RetrieverId::DENSE`]).
+static ID: RetrieverId = RetrieverId::DENSE;
+
 impl Retriever for DenseRetriever {
-    fn id(&self) -> &str {
-        ID
+    fn id(&self) -> &RetrieverId {
+        &ID
     }
 
     fn normalise(&self) -> Normalise {

@@ -18,6 +18,7 @@
 use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
+use toolrag_core::retrieval::RetrieverId;
 
 /// How hybrid mode fuses the lists.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -109,7 +110,7 @@ impl Normalise {
 #[derive(Debug, Clone, Copy)]
 pub struct List<'a> {
     /// The retriever's id.
-    pub retriever: &'a str,
+    pub retriever: &'a RetrieverId,
     /// How its scores are normalised (weighted fusion).
     pub normalise: Normalise,
     /// The factor of its normalised scores (weighted and calibrated fusion).
@@ -265,11 +266,14 @@ fn by_range(list: &Ranked) -> Vec<(u32, f32)> {
 mod tests {
     use super::*;
 
+    static LEXICAL: RetrieverId = RetrieverId::LEXICAL;
+    static DENSE: RetrieverId = RetrieverId::DENSE;
+
     fn lists<'a>(fusion: &Fusion, lexical: &'a Ranked, dense: &'a Ranked) -> [List<'a>; 2] {
         let w = fusion.dense_share();
         [
             List {
-                retriever: "lexical",
+                retriever: &LEXICAL,
                 normalise: Normalise::ByTop,
                 weight: 1.0 - w,
                 evidence: 1.0,
@@ -277,7 +281,7 @@ mod tests {
                 floor: None,
             },
             List {
-                retriever: "dense",
+                retriever: &DENSE,
                 normalise: Normalise::ByRange,
                 weight: w,
                 evidence: 1.0,
@@ -335,7 +339,7 @@ mod tests {
     ) -> [List<'a>; 2] {
         [
             List {
-                retriever: "lexical",
+                retriever: &LEXICAL,
                 normalise: Normalise::ByTop,
                 weight: 0.5,
                 evidence: lexical_evidence,
@@ -343,7 +347,7 @@ mod tests {
                 floor: None,
             },
             List {
-                retriever: "dense",
+                retriever: &DENSE,
                 normalise: Normalise::ByRange,
                 weight: 0.5,
                 evidence: dense_evidence,

@@ -15,9 +15,7 @@ use crate::index::impact::{self, ImpactIndex};
 use crate::index::lexical::{analyzer, FieldBoosts, MAX_QUERY_TERMS};
 use crate::index::Manifest;
 use toolrag_core::error::{Error, Result};
-
-/// The lexical retriever's id.
-pub const ID: &str = toolrag_core::retrieval::LEXICAL;
+use toolrag_core::retrieval::RetrieverId;
 
 /// BM25 over the impacts of one generation.
 pub struct LexicalRetriever {
@@ -89,9 +87,12 @@ fn terms(a: &mut TextAnalyzer, text: &str) -> Vec<String> {
     out
 }
 
+/// The id returned by reference ([`RetrieverId::LEXICAL`]).
+static ID: RetrieverId = RetrieverId::LEXICAL;
+
 impl Retriever for LexicalRetriever {
-    fn id(&self) -> &str {
-        ID
+    fn id(&self) -> &RetrieverId {
+        &ID
     }
 
     fn normalise(&self) -> Normalise {

@@ -25,8 +25,8 @@ pub use clauses::clause_spans;
 pub use fusion::{fuse, Fusion, List, Normalise, Ranked, DEFAULT_DENSE_WEIGHT};
 pub use names::MAX_NAMED_PER_TOKEN;
 pub use request::{
-    Decision, Evidence, Hit, Mode, RetrieverEvidence, SearchRequest, SearchResult, UnknownMode,
-    DEFAULT_K,
+    Decision, Evidence, Hit, Mode, RetrieverEvidence, RetrieverId, SearchRequest, SearchResult,
+    UnknownMode, DEFAULT_K,
 };
 pub use retriever::{Keep, Retriever};
 pub use toolrag_core::registry::may_be_destructive;
@@ -131,7 +131,7 @@ impl Searcher {
             retrievers.push(d.clone());
         }
         let calibration = match calibration::read(&gen)? {
-            Some(c) if dense.is_none() || c.retrievers.iter().any(|r| r == dense::ID) => c,
+            Some(c) if dense.is_none() || c.retrievers.contains(&RetrieverId::DENSE) => c,
             _ => {
                 // Built before calibration was stored, or measured without
                 // the dense side: measure now (about a second with the model).
@@ -178,7 +178,7 @@ impl Searcher {
     }
 
     /// The registered retriever `id`.
-    pub fn retriever(&self, id: &str) -> Option<&dyn Retriever> {
+    pub fn retriever(&self, id: &RetrieverId) -> Option<&dyn Retriever> {
         self.retrievers
             .iter()
             .find(|r| r.id() == id)
@@ -399,7 +399,7 @@ impl Searcher {
             let mut retrievers = RetrieverEvidence::default();
             for (r, list) in lists {
                 if let Some(i) = list.iter().position(|(o, _)| *o == ord) {
-                    retrievers.insert(r.id(), Evidence::new(i as u32 + 1, list[i].1));
+                    retrievers.insert(r.id().clone(), Evidence::new(i as u32 + 1, list[i].1));
                 }
             }
             Hit {
@@ -530,10 +530,10 @@ impl Searcher {
         query: &str,
         lists: &[Retrieved<'_>],
     ) -> Option<String> {
-        let list = |id: &str| lists.iter().find(|(r, _)| r.id() == id).map(|(_, l)| l);
+        let list = |id: &RetrieverId| lists.iter().find(|(r, _)| r.id() == id).map(|(_, l)| l);
         match mode {
             Mode::Lexical => {
-                let l = list(lexical::ID)?;
+                let l = list(&RetrieverId::LEXICAL)?;
                 let per_term = self.lexical.score_per_term(query, l);
                 let min = self.config.min_lexical;
                 (per_term < min).then(|| {
@@ -541,7 +541,7 @@ impl Searcher {
                 })
             }
             Mode::Dense | Mode::Hybrid => {
-                let best = list(dense::ID)?.first().map_or(0.0, |x| x.1);
+                let best = list(&RetrieverId::DENSE)?.first().map_or(0.0, |x| x.1);
                 let min = self.config.min_dense;
                 (best < min).then(|| {
                     format!("no tool is close enough: best cosine {best:.2} is below min-dense {min:.2}")

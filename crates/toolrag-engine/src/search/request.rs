@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 pub use toolrag_core::khipu::Decision;
-pub use toolrag_core::retrieval::{Mode, UnknownMode};
+pub use toolrag_core::retrieval::{Mode, RetrieverId, UnknownMode};
 
 /// The number of tools a request asks for unless it says otherwise.
 pub const DEFAULT_K: usize = 10;
@@ -93,27 +93,26 @@ impl Evidence {
 /// (`{"lexical": {"rank": 1, "score": 7.2}, "dense": {...}}`); a retriever
 /// that did not find the tool is absent.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct RetrieverEvidence(Vec<(String, Evidence)>);
+pub struct RetrieverEvidence(Vec<(RetrieverId, Evidence)>);
 
 impl RetrieverEvidence {
     /// The evidence of retriever `id`, if it found the tool.
-    pub fn get(&self, id: &str) -> Option<&Evidence> {
+    pub fn get(&self, id: &RetrieverId) -> Option<&Evidence> {
         self.0.iter().find(|(r, _)| r == id).map(|(_, e)| e)
     }
 
     /// The rank in retriever `id`'s list, 1-based, if it found the tool.
-    pub fn rank(&self, id: &str) -> Option<u32> {
+    pub fn rank(&self, id: &RetrieverId) -> Option<u32> {
         self.get(id).map(|e| e.rank)
     }
 
     /// The score in retriever `id`'s list, if it found the tool.
-    pub fn score(&self, id: &str) -> Option<f32> {
+    pub fn score(&self, id: &RetrieverId) -> Option<f32> {
         self.get(id).map(|e| e.score)
     }
 
     /// Adds (or replaces) retriever `id`'s evidence.
-    pub fn insert(&mut self, id: impl Into<String>, evidence: Evidence) {
-        let id = id.into();
+    pub fn insert(&mut self, id: RetrieverId, evidence: Evidence) {
         match self.0.iter_mut().find(|(r, _)| *r == id) {
             Some(slot) => slot.1 = evidence,
             None => self.0.push((id, evidence)),
@@ -121,8 +120,8 @@ impl RetrieverEvidence {
     }
 
     /// `(retriever id, evidence)`, in the order the retrievers ran.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &Evidence)> {
-        self.0.iter().map(|(r, e)| (r.as_str(), e))
+    pub fn iter(&self) -> impl Iterator<Item = (&RetrieverId, &Evidence)> {
+        self.0.iter().map(|(r, e)| (r, e))
     }
 
     /// How many retrievers found the tool.
@@ -155,7 +154,7 @@ impl<'de> Deserialize<'de> for RetrieverEvidence {
                 mut map: A,
             ) -> Result<RetrieverEvidence, A::Error> {
                 let mut out = RetrieverEvidence::default();
-                while let Some((id, e)) = map.next_entry::<String, Evidence>()? {
+                while let Some((id, e)) = map.next_entry::<RetrieverId, Evidence>()? {
                     out.insert(id, e);
                 }
                 Ok(out)
@@ -236,8 +235,8 @@ mod tests {
     #[test]
     fn evidence_is_a_map_in_retriever_order() {
         let mut e = RetrieverEvidence::default();
-        e.insert("lexical", Evidence::new(1, 7.25));
-        e.insert("dense", Evidence::new(3, 0.5));
+        e.insert(RetrieverId::LEXICAL, Evidence::new(1, 7.25));
+        e.insert(RetrieverId::DENSE, Evidence::new(3, 0.5));
         let json = serde_json::to_string(&e).unwrap();
         assert_eq!(
             json,
@@ -245,7 +244,10 @@ mod tests {
         );
         let back: RetrieverEvidence = serde_json::from_str(&json).unwrap();
         assert_eq!(back, e);
-        assert_eq!((e.rank("dense"), e.score("lexical")), (Some(3), Some(7.25)));
-        assert_eq!(e.get("name"), None);
+        assert_eq!(
+            (e.rank(&RetrieverId::DENSE), e.score(&RetrieverId::LEXICAL)),
+            (Some(3), Some(7.25))
+        );
+        assert_eq!(e.get(&RetrieverId::new("name")), None);
     }
 }

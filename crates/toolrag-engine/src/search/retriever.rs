@@ -11,6 +11,7 @@
 
 use super::fusion::{Fusion, Normalise};
 use toolrag_core::error::Result;
+use toolrag_core::retrieval::RetrieverId;
 
 /// A filter on tool ordinals: `true` keeps the tool.
 pub type Keep<'a> = &'a dyn Fn(u32) -> bool;
@@ -20,7 +21,7 @@ pub type Keep<'a> = &'a dyn Fn(u32) -> bool;
 pub trait Retriever: Send + Sync {
     /// The retriever's id (`lexical`, `dense`): the key of its evidence in
     /// hits and of its list in fusion. Unique within a searcher.
-    fn id(&self) -> &str;
+    fn id(&self) -> &RetrieverId;
 
     /// How fusion brings this retriever's scores to a common scale.
     fn normalise(&self) -> Normalise;

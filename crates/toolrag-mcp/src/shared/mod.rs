@@ -50,7 +50,7 @@ pub enum SharedError {
 
 /// What recording the use of an approval state found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Redeemed {
+pub enum Redeemed {
     /// Its first use: the call may run.
     First,
     /// It was used before.
@@ -172,7 +172,7 @@ impl SharedState {
     /// Records that the approval state `nonce`, issued at `issued_ms` (Unix
     /// milliseconds) and valid until `expires` (Unix seconds), is used.
     /// Only on Redis (the local store is the SQLite file).
-    pub(crate) async fn mark_used(
+    pub async fn mark_used(
         &self,
         nonce: &str,
         issued_ms: u64,

@@ -1,8 +1,11 @@
 use super::*;
 
+const LEXICAL: RetrieverId = RetrieverId::LEXICAL;
+const DENSE: RetrieverId = RetrieverId::DENSE;
+
 fn cal() -> Calibration {
     Calibration {
-        retrievers: vec!["lexical".into(), "dense".into()],
+        retrievers: vec![LEXICAL, DENSE],
         tops: vec![
             vec![Some(2.0), Some(0.30)],
             vec![Some(4.0), Some(0.35)],
@@ -37,7 +40,7 @@ fn hubness_is_the_mean_of_a_tools_highest_calibration_cosines() {
 fn a_hubs_cosine_is_weaker_evidence_than_the_same_cosine_elsewhere() {
     let (hubness, hub_tops) = hubs(&hub_lists());
     let c = Calibrator::new(&Calibration {
-        retrievers: vec!["lexical".into(), "dense".into()],
+        retrievers: vec![LEXICAL, DENSE],
         tops: (0..20).map(|_| vec![None, Some(0.5)]).collect(),
         hubness,
         hub_tops,
@@ -45,21 +48,21 @@ fn a_hubs_cosine_is_weaker_evidence_than_the_same_cosine_elsewhere() {
     });
     assert!(c.corrects_hubs());
     // 0.51 on the hub is what unrelated requests score there ...
-    let on_hub = c.list_share("dense", &[(0, 0.51), (1, 0.05)]).unwrap();
+    let on_hub = c.list_share(&DENSE, &[(0, 0.51), (1, 0.05)]).unwrap();
     // ... while 0.51 on a tool no unrelated request comes near stands out.
-    let elsewhere = c.list_share("dense", &[(1, 0.51), (0, 0.30)]).unwrap();
+    let elsewhere = c.list_share(&DENSE, &[(1, 0.51), (0, 0.30)]).unwrap();
     assert!(on_hub < 0.5, "{on_hub}");
     assert_eq!(elsewhere, 1.0);
     // The plain share of both is the same: above every calibration top.
-    assert_eq!(c.share("dense", 0.51), Some(1.0));
+    assert_eq!(c.share(&DENSE, 0.51), Some(1.0));
 }
 
 #[test]
 fn an_index_without_hubness_keeps_the_plain_share() {
     let c = Calibrator::new(&cal());
     assert!(!c.corrects_hubs());
-    assert_eq!(c.list_share("dense", &[(3, 0.3)]), c.share("dense", 0.3));
-    assert_eq!(c.list_share("dense", &[]), None);
+    assert_eq!(c.list_share(&DENSE, &[(3, 0.3)]), c.share(&DENSE, 0.3));
+    assert_eq!(c.list_share(&DENSE, &[]), None);
     // and an older calibration file, without the new fields, still reads
     let old = r#"{"retrievers":["lexical"],"tops":[[1.0]]}"#;
     let parsed: Calibration = serde_json::from_str(old).unwrap();
@@ -71,27 +74,27 @@ fn an_index_without_hubness_keeps_the_plain_share() {
 fn the_summary_gives_each_retrievers_median() {
     let s = cal().summary();
     assert_eq!(s.requests, 4);
-    assert_eq!(s.medians["lexical"], 2.0);
-    assert_eq!(s.medians["dense"], 0.30);
+    assert_eq!(s.medians[&LEXICAL], 2.0);
+    assert_eq!(s.medians[&DENSE], 0.30);
 }
 
 #[test]
 fn a_share_counts_the_calibration_requests_below() {
     let c = Calibrator::new(&cal());
-    assert_eq!(c.share("dense", 0.1), Some(0.0));
-    assert_eq!(c.share("dense", 0.3), Some(0.5));
-    assert_eq!(c.share("dense", 0.9), Some(1.0));
-    assert_eq!(c.share("lexical", 0.5), Some(0.25)); // above the request that found nothing
-    assert_eq!(c.share("constant", 0.5), None);
+    assert_eq!(c.share(&DENSE, 0.1), Some(0.0));
+    assert_eq!(c.share(&DENSE, 0.3), Some(0.5));
+    assert_eq!(c.share(&DENSE, 0.9), Some(1.0));
+    assert_eq!(c.share(&LEXICAL, 0.5), Some(0.25)); // above the request that found nothing
+    assert_eq!(c.share(&RetrieverId::from_static("constant"), 0.5), None);
 }
 
 #[test]
 fn evidence_starts_above_the_noise_quantile() {
     let c = Calibrator::new(&cal());
-    assert_eq!(c.evidence("dense", 0.1), 0.0);
-    assert!((c.evidence("dense", 0.3) - (0.5 - NOISE) / (1.0 - NOISE)).abs() < 1e-6);
-    assert_eq!(c.evidence("dense", 0.9), 1.0);
-    assert_eq!(c.evidence("constant", 0.1), 1.0);
+    assert_eq!(c.evidence(&DENSE, 0.1), 0.0);
+    assert!((c.evidence(&DENSE, 0.3) - (0.5 - NOISE) / (1.0 - NOISE)).abs() < 1e-6);
+    assert_eq!(c.evidence(&DENSE, 0.9), 1.0);
+    assert_eq!(c.evidence(&RetrieverId::from_static("constant"), 0.1), 1.0);
 }
 
 #[test]
@@ -163,8 +166,8 @@ fn a_request_in_a_calibrated_language_gets_its_languages_calibrator() {
         .expect("French is calibrated");
     assert_eq!(fr.language(), Some("fr"));
     // The same cosine stands out from French noise, not from English noise.
-    assert_eq!(fr.share("dense", 0.2), Some(1.0));
-    assert_eq!(c.share("dense", 0.2), Some(0.0));
+    assert_eq!(fr.share(&DENSE, 0.2), Some(1.0));
+    assert_eq!(c.share(&DENSE, 0.2), Some(0.0));
     assert!(c
         .for_language("send an email to pierre saying I will be late")
         .is_none());
@@ -252,12 +255,12 @@ fn served_requests_leave_the_decisions_noise_but_not_fusions() {
     });
     // The decision's share: among requests 0 and 2 only (lexical 2.0 and
     // none, counted as -1), 3.0 beats both; among all four it beats three.
-    assert_eq!(c.share("lexical", 3.0), Some(1.0));
-    assert_eq!(Calibrator::new(&cal()).share("lexical", 3.0), Some(0.75));
+    assert_eq!(c.share(&LEXICAL, 3.0), Some(1.0));
+    assert_eq!(Calibrator::new(&cal()).share(&LEXICAL, 3.0), Some(0.75));
     // Fusion's evidence still reads every request.
     let all = Calibrator::new(&cal());
-    assert_eq!(c.evidence("lexical", 3.0), all.evidence("lexical", 3.0));
-    assert_eq!(c.noise_level("dense"), all.noise_level("dense"));
+    assert_eq!(c.evidence(&LEXICAL, 3.0), all.evidence(&LEXICAL, 3.0));
+    assert_eq!(c.noise_level(&DENSE), all.noise_level(&DENSE));
     // A calibration written before issue 37 has no `served`: every request
     // is noise, as it was.
     let old: Calibration =
@@ -275,6 +278,6 @@ fn served_requests_leave_the_decisions_noise_but_not_fusions() {
 fn the_noise_level_is_the_noise_quantile_of_every_requests_best() {
     let c = Calibrator::new(&cal());
     // dense bests ascending: 0.20 0.25 0.30 0.35; NOISE 0.25 of 4 is index 1.
-    assert_eq!(c.noise_level("dense"), Some(0.25));
-    assert_eq!(c.noise_level("nothing"), None);
+    assert_eq!(c.noise_level(&DENSE), Some(0.25));
+    assert_eq!(c.noise_level(&RetrieverId::from_static("nothing")), None);
 }

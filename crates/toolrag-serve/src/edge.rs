@@ -4,10 +4,11 @@
 //! A request with two `Authorization` headers, or two `Host` headers, is
 //! ambiguous: one layer may read the first and another the last (a proxy in
 //! front, a check here, a log line), and "the first one wins" lets a request
-//! be authenticated as one caller and be seen as another. Such a request is
-//! refused whole, with `400`, before it is authenticated.
+//! be authenticated as one caller and be seen as another. Both front ends
+//! refuse such a request whole, with `400` in their own error body, before it
+//! is authenticated.
 
-use axum::http::{header, HeaderMap, HeaderName};
+use http::{header, HeaderMap, HeaderName};
 
 /// The headers a request may carry at most once, on every front end.
 pub const SINGLE_HEADERS: [HeaderName; 2] = [header::AUTHORIZATION, header::HOST];
@@ -27,7 +28,7 @@ pub fn repeated_message(name: &HeaderName) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use axum::http::HeaderValue;
+    use http::HeaderValue;
 
     #[test]
     fn finds_a_repeated_header() {

@@ -30,7 +30,7 @@ use rusqlite::{Connection, ErrorCode};
 use serde::{Deserialize, Serialize};
 
 use super::GatewayError;
-use crate::shared::{Redeemed, SharedState};
+use toolrag_mcp::shared::{Redeemed, SharedState};
 
 /// The key's size in bytes (HMAC-SHA256's block-size-independent minimum
 /// for full strength is 32).

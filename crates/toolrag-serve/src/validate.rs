@@ -1,8 +1,7 @@
 //! Request validation shared by the front ends: `k` and the query text.
 
-use super::error::{ApiError, UserCode};
-use super::{DEFAULT_K, MAX_K};
-use crate::search::MAX_QUERY_CHARS;
+use crate::error::{ApiError, UserCode};
+use crate::{DEFAULT_K, MAX_K, MAX_QUERY_CHARS};
 
 /// `k`, defaulted to [`DEFAULT_K`] and checked against 1..=[`MAX_K`].
 pub fn check_k(k: Option<i64>) -> Result<usize, ApiError> {
@@ -38,7 +37,7 @@ pub fn check_query(query: &str) -> Result<(), ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::serve::ApiCode;
+    use crate::ApiCode;
 
     #[test]
     fn limits() {

@@ -10,6 +10,8 @@
 //!
 //! A client that cannot ask gets a refusal that says how to allow the tool.
 
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use rmcp::model::{
@@ -19,9 +21,11 @@ use rmcp::model::{
 use serde_json::Value;
 
 use super::audit::{CallDecision, DecidedBy};
-use super::states::Binding;
-use super::{Caller, Gateway, MrtrRound};
+use super::policy::Policy;
+use super::states::{ApprovalStates, Binding};
+use super::{Caller, GatewayError, GatewayOptions, MrtrRound};
 use toolrag_core::registry::ToolDef;
+use toolrag_mcp::shared::SharedState;
 
 /// How long a person has to answer an approval question.
 const APPROVAL_TIMEOUT: Duration = Duration::from_secs(600);
@@ -38,7 +42,50 @@ pub(super) enum Rule {
     Ask(InputRequiredResult),
 }
 
-impl Gateway {
+/// Approval of the calls that need it: the allow-lists (`[gateway] allow`
+/// and the policy's `allow`), the person's answer, and the sealed states of
+/// 2026-07-28's rounds.
+pub(super) struct Approvals {
+    /// `[gateway] allow`.
+    allow: Vec<String>,
+    /// The policy, whose entries may allow a tool to their principals.
+    policy: Arc<Policy>,
+    /// Where the states' key and the memory of used states are.
+    key_file: PathBuf,
+    approvals_db: PathBuf,
+    shared: SharedState,
+    /// How long a state is good for.
+    ttl: Duration,
+    /// The states, opened at the first approval of protocol 2026-07-28.
+    states: OnceLock<ApprovalStates>,
+}
+
+impl Approvals {
+    /// The approvals of `opts`, with the allow entries of `policy`; the
+    /// states are opened when first needed ([`Approvals::states`]).
+    pub(super) fn new(opts: &GatewayOptions, policy: Arc<Policy>) -> Approvals {
+        Approvals {
+            allow: opts.settings.allow.clone(),
+            policy,
+            key_file: opts.key_file.clone(),
+            approvals_db: opts.approvals_db.clone(),
+            shared: opts.shared.clone(),
+            ttl: Duration::from_secs_f64(opts.settings.approval_ttl_seconds),
+            states: OnceLock::new(),
+        }
+    }
+
+    /// The approval states (key and memory of used ones), opened at the
+    /// first approval of protocol 2026-07-28.
+    pub(super) fn states(&self) -> Result<&ApprovalStates, GatewayError> {
+        if let Some(s) = self.states.get() {
+            return Ok(s);
+        }
+        let opened =
+            ApprovalStates::open(&self.key_file, &self.approvals_db, self.ttl, &self.shared)?;
+        Ok(self.states.get_or_init(|| opened))
+    }
+
     /// Whether `tool` (listed upstream as `raw`) may run
     /// with `args` for `caller`: without asking when its annotations need
     /// no approval or an allow-list names it, otherwise as the person
@@ -54,7 +101,7 @@ impl Gateway {
         if reasons.is_empty() {
             return Rule::Decided(Ruling::allowed(DecidedBy::Annotations));
         }
-        if let Some(a) = self.opts.settings.allow_entry(&tool.id) {
+        if let Some(a) = crate::settings::allow_entry(&self.allow, &tool.id) {
             return Rule::Decided(Ruling::allowed(DecidedBy::AllowList(a.to_string())));
         }
         if let Some(a) = self.policy.allow_entry(&caller.principal, &tool.id) {

@@ -2,14 +2,18 @@
 //! on first use and again after it died (with a growing wait between
 //! failed attempts), and what each last listed.
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmcp::model::Implementation;
 use rmcp::{Peer, RoleClient};
 use serde_json::Value;
+use tokio::sync::mpsc;
 
-use super::upstream::{ServerConfig, ServerFailure, StderrTail, UpstreamError, UpstreamSession};
-use super::Gateway;
+use super::upstream::{
+    McpConfig, ServerConfig, ServerFailure, StderrTail, UpstreamError, UpstreamSession,
+};
 
 /// The longest wait between two attempts to restart a server that keeps
 /// failing.
@@ -51,11 +55,62 @@ impl Upstream {
     }
 }
 
-impl Gateway {
+/// The upstream servers by name, and what they need to be started: the
+/// sessions to them, and the calls forwarded over those ([`super::forward`]).
+pub(super) struct Upstreams {
+    servers: BTreeMap<String, Arc<Upstream>>,
+    /// Where a server's `list_changed` (and a restart) is told.
+    changes: mpsc::UnboundedSender<String>,
+    /// How long a server may take to start, initialise and list its tools.
+    connect_timeout: Duration,
+    /// How long a forwarded call may take.
+    pub(super) call_timeout: Duration,
+}
+
+impl Upstreams {
+    /// The servers of `config`, none started yet; `changes` hears of their
+    /// changes.
+    pub(super) fn new(
+        config: &McpConfig,
+        changes: mpsc::UnboundedSender<String>,
+        connect_timeout: Duration,
+        call_timeout: Duration,
+    ) -> Upstreams {
+        let servers = config
+            .servers
+            .iter()
+            .map(|s| (s.name.clone(), Arc::new(Upstream::new(s.clone()))))
+            .collect();
+        Upstreams {
+            servers,
+            changes,
+            connect_timeout,
+            call_timeout,
+        }
+    }
+
+    /// The names of the servers, in order.
+    pub(super) fn names(&self) -> Vec<String> {
+        self.servers.keys().cloned().collect()
+    }
+
+    /// Every server, in the order of their names.
+    pub(super) fn all(&self) -> impl Iterator<Item = &Arc<Upstream>> {
+        self.servers.values()
+    }
+
+    /// The server `name`.
+    ///
+    /// # Panics
+    /// When there is none of that name (a catalog entry's server always is).
+    pub(super) fn get(&self, name: &str) -> &Upstream {
+        &self.servers[name]
+    }
+
     /// The servers that could not be listed (by name), each reported in
     /// the log when it failed.
-    pub fn failed_servers(&self) -> Vec<String> {
-        self.upstreams
+    pub(super) fn failed(&self) -> Vec<String> {
+        self.servers
             .values()
             .filter(|u| u.listing().is_none())
             .map(|u| u.config.name.clone())
@@ -65,13 +120,13 @@ impl Gateway {
     /// Lists `name` again over its session (starting it if needed) and keeps
     /// the listing; `false`, logged with the server's stderr, when it fails.
     pub(super) async fn list_server(&self, name: &str) -> bool {
-        let Some(up) = self.upstreams.get(name) else {
+        let Some(up) = self.servers.get(name) else {
             return false;
         };
-        let timeout = self.opts.connect_timeout;
+        let timeout = self.connect_timeout;
         let work = async {
             let peer = self.peer_of(up).await?;
-            match super::upstream::list_tools_of(&peer).await {
+            match toolrag_mcp::upstream::list_tools_of(&peer).await {
                 Ok(tools) => Ok((tools, peer.peer_info().and_then(|i| i.server_info.clone()))),
                 Err(e) => Err(Box::new(self.failure(up, e).await)),
             }
@@ -137,11 +192,11 @@ impl Gateway {
         }
         let stderr = StderrTail::new();
         let started = tokio::time::timeout(
-            self.opts.connect_timeout,
+            self.connect_timeout,
             UpstreamSession::connect_watched(&up.config, &stderr, Some(self.changes.clone())),
         )
         .await
-        .unwrap_or(Err(UpstreamError::Timeout(self.opts.connect_timeout)));
+        .unwrap_or(Err(UpstreamError::Timeout(self.connect_timeout)));
         match started {
             Ok(s) => {
                 *up.retry.lock().unwrap_or_else(|p| p.into_inner()) =
@@ -171,7 +226,7 @@ impl Gateway {
 
     /// Restarts every server whose session ended, when its retry time has come.
     pub(super) async fn restart_dead(&self) {
-        for up in self.upstreams.values() {
+        for up in self.servers.values() {
             let due = up.retry.lock().unwrap_or_else(|p| p.into_inner()).0 <= Instant::now();
             let dead = match up.session.try_lock() {
                 Ok(s) => s.as_ref().is_none_or(|s| s.is_closed()),
@@ -185,16 +240,12 @@ impl Gateway {
         }
     }
 
-    /// Closes every upstream session (stdio servers see their stdin close),
-    /// and waits until every audit line queued so far is on disk.
-    pub async fn shutdown(&self) {
-        for up in self.upstreams.values() {
+    /// Closes every upstream session (stdio servers see their stdin close).
+    pub(super) async fn close(&self) {
+        for up in self.servers.values() {
             if let Some(s) = up.session.lock().await.take() {
                 s.close().await;
             }
-        }
-        if let Err(e) = self.audit.flush().await {
-            tracing::error!("cannot write the last lines of the audit log: {e}");
         }
     }
 }

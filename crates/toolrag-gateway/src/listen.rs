@@ -6,7 +6,7 @@
 //!
 //! The gateway's own `tools/list` (its meta-tools) does not change then; what
 //! changed is what `search_tools` finds and `get_tool` describes, so a client
-//! that caches those knows to drop them (see [`crate::lists`]).
+//! that caches those knows to drop them (see [`toolrag_mcp::lists`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,12 +25,12 @@ impl Gateway {
     /// Told (the count goes up) each time the catalog of upstream tools
     /// changes.
     pub fn tool_changes(&self) -> watch::Receiver<u64> {
-        self.tool_changes.subscribe()
+        self.tools.changes.subscribe()
     }
 
     /// Tells the listeners that the catalog changed.
     pub(super) fn tools_changed(&self) {
-        self.tool_changes.send_modify(|n| *n = n.wrapping_add(1));
+        self.tools.changes.send_modify(|n| *n = n.wrapping_add(1));
     }
 }
 

@@ -16,8 +16,8 @@ use serde::Deserialize;
 use tracing::Instrument;
 
 use super::{Caller, Gateway, MrtrRound};
-use crate::streamable_http::principal_of;
-use crate::{GetToolArgs, SearchToolsArgs};
+use toolrag_mcp::streamable_http::principal_of;
+use toolrag_mcp::{GetToolArgs, SearchToolsArgs};
 
 /// The arguments of `call_tool`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -86,7 +86,7 @@ impl GatewayServer {
     #[tool(
         title = "Search tools",
         description = SEARCH_TOOLS,
-        output_schema = crate::output_schema(crate::OutputSchema::CandidateSet),
+        output_schema = toolrag_mcp::output_schema(toolrag_mcp::OutputSchema::CandidateSet),
         annotations(title = "Search tools", read_only_hint = true, open_world_hint = false)
     )]
     pub async fn search_tools(
@@ -94,11 +94,11 @@ impl GatewayServer {
         Parameters(args): Parameters<SearchToolsArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let span = crate::telemetry::request_span("search_tools", &ctx);
+        let span = toolrag_mcp::telemetry::request_span("search_tools", &ctx);
         let who = principal_of(&ctx);
         let visible = self.gateway.visible_to(&who);
         let query = args.query.clone();
-        let result = crate::search(self.gateway.live(), self.gateway.pinned(), args, visible)
+        let result = toolrag_mcp::search(self.gateway.live(), self.gateway.pinned(), args, visible)
             .instrument(span)
             .await?;
         if result.is_error != Some(true) {
@@ -111,7 +111,7 @@ impl GatewayServer {
     #[tool(
         title = "Get a tool card",
         description = GET_TOOL,
-        output_schema = crate::output_schema(crate::OutputSchema::ToolCard),
+        output_schema = toolrag_mcp::output_schema(toolrag_mcp::OutputSchema::ToolCard),
         annotations(title = "Get a tool card", read_only_hint = true, open_world_hint = false)
     )]
     pub async fn get_tool(
@@ -119,12 +119,12 @@ impl GatewayServer {
         Parameters(args): Parameters<GetToolArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let span = crate::telemetry::request_span("get_tool", &ctx);
+        let span = toolrag_mcp::telemetry::request_span("get_tool", &ctx);
         let who = principal_of(&ctx);
         Ok(match self.gateway.card(&args.handle, &who) {
             Ok(card) => CallToolResult::structured(card),
             Err(message) => {
-                crate::telemetry::mark_error(&span);
+                toolrag_mcp::telemetry::mark_error(&span);
                 CallToolResult::error(vec![ContentBlock::text(message)])
             }
         })
@@ -149,7 +149,7 @@ impl GatewayServer {
         InputResponses(input_responses): InputResponses,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let span = crate::telemetry::request_span("call_tool", &ctx);
+        let span = toolrag_mcp::telemetry::request_span("call_tool", &ctx);
         let modern = ctx.protocol_version().is_some_and(|v| !v.has_initialize());
         let can_elicit = ctx
             .client_capabilities()
@@ -170,7 +170,7 @@ impl GatewayServer {
             .instrument(span.clone())
             .await;
         if matches!(&response, CallToolResponse::Complete(r) if r.is_error == Some(true)) {
-            crate::telemetry::mark_error(&span);
+            toolrag_mcp::telemetry::mark_error(&span);
         }
         Ok(response)
     }
@@ -197,14 +197,14 @@ impl ServerHandler for GatewayServer {
         _request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(crate::lists::tools(self.tool_router.list_all(), &ctx))
+        Ok(toolrag_mcp::lists::tools(self.tool_router.list_all(), &ctx))
     }
 
     async fn discover(
         &self,
         _ctx: RequestContext<RoleServer>,
     ) -> Result<DiscoverResult, ErrorData> {
-        Ok(crate::lists::discover(
+        Ok(toolrag_mcp::lists::discover(
             self.supported_protocol_versions().into_owned(),
             self.get_info(),
         ))

@@ -5,14 +5,18 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
+use arc_swap::ArcSwap;
 use serde_json::Value;
+use tokio::sync::watch;
 
 use super::pins::{PinCheck, PinLock};
 use super::upstream::ServerTools;
 use super::{Gateway, GatewayError, Quarantine, QuarantinedTool};
 use toolrag_core::registry::{Registry, ToolDef, HANDLE_SCHEME};
+use toolrag_embed::Embedder;
+use toolrag_engine::live::LiveIndex;
 use toolrag_lint::{LintConfig, LintContext};
 
 /// One upstream tool as the gateway knows it.
@@ -33,11 +37,40 @@ pub(super) struct Catalog {
     pub(super) entries: BTreeMap<String, Entry>,
 }
 
+/// The tools the gateway serves: the catalog now, the pins it is checked
+/// against, the index searches run on, and who hears that it changed.
+pub(super) struct Tools {
+    pub(super) catalog: ArcSwap<Catalog>,
+    pub(super) pins: tokio::sync::Mutex<PinLock>,
+    /// The index of the catalog's callable tools, once opened.
+    pub(super) live: OnceLock<Arc<LiveIndex>>,
+    /// Embeds the new texts of a rebuild.
+    pub(super) embedder: Option<Arc<dyn Embedder>>,
+    /// One re-listing and rebuild at a time.
+    pub(super) sync_lock: tokio::sync::Mutex<()>,
+    /// Counts the changes of the catalog, for the clients listening.
+    pub(super) changes: watch::Sender<u64>,
+}
+
+impl Tools {
+    /// An empty catalog checked against `pins`, not indexed yet.
+    pub(super) fn new(pins: PinLock, embedder: Option<Arc<dyn Embedder>>) -> Tools {
+        Tools {
+            catalog: ArcSwap::from_pointee(Catalog::default()),
+            pins: tokio::sync::Mutex::new(pins),
+            live: OnceLock::new(),
+            embedder,
+            sync_lock: tokio::sync::Mutex::new(()),
+            changes: watch::Sender::new(0),
+        }
+    }
+}
+
 impl Gateway {
     /// Every tool listed now, quarantined or not, checked against the lock
     /// file without pinning anything (for `--check`).
     pub async fn check(&self) -> Vec<QuarantinedTool> {
-        let pins = self.pins.lock().await;
+        let pins = self.tools.pins.lock().await;
         let (catalog, _) = self.catalog_of(&pins);
         catalog
             .entries
@@ -55,7 +88,7 @@ impl Gateway {
     /// whose pin changed. A poisoned tool stays quarantined whatever is
     /// accepted.
     pub async fn accept(&self, names: &[String]) -> Result<Vec<String>, GatewayError> {
-        let mut pins = self.pins.lock().await;
+        let mut pins = self.tools.pins.lock().await;
         let (catalog, _) = self.catalog_of(&pins);
         let mut accepted = Vec::new();
         for name in names {
@@ -86,10 +119,10 @@ impl Gateway {
         // The tool is looked up (in the catalog and in the index) whether or
         // not the caller may see it, so that a hidden tool costs what an
         // unknown one costs.
-        let catalog = self.catalog.load();
+        let catalog = self.tools.catalog.load();
         let entry = catalog.entries.get(id);
         let indexed = self.live().snapshot().tool(handle.trim()).is_some();
-        if !self.may_see(who, id) || (entry.is_none() && !indexed) {
+        if !self.access.may_see(who, id) || (entry.is_none() && !indexed) {
             // Word for word what an unknown tool gets: nothing tells a
             // principal that a tool they may not see exists.
             return Err(format!(
@@ -101,7 +134,7 @@ impl Gateway {
                 return Err(quarantine_message(id, &e.quarantine, self.lock_hint(id)));
             }
         }
-        super::super::card_of(self.live(), handle)
+        toolrag_mcp::card_of(self.live(), handle)
     }
 
     pub(super) fn lock_hint(&self, id: &str) -> String {
@@ -117,7 +150,7 @@ impl Gateway {
     /// and the new tools to pin (neither poisoned nor pinned yet).
     pub(super) fn catalog_of(&self, pins: &PinLock) -> (Catalog, Vec<String>) {
         let mut defs: Vec<(ToolDef, Value)> = Vec::new();
-        for up in self.upstreams.values() {
+        for up in self.upstreams.all() {
             let Some(listing) = up.listing() else {
                 continue;
             };

@@ -43,13 +43,13 @@ pub enum UserCode {
     MalformedJson,
     /// 400 `invalid_request`: a wrong type, a missing or an unknown field.
     InvalidRequest,
-    /// 400 `invalid_k`: `k` outside 1..=[`MAX_K`](super::MAX_K).
+    /// 400 `invalid_k`: `k` outside 1..=[`MAX_K`](crate::MAX_K).
     InvalidK,
     /// 400 `empty_query`: the query is empty or only spaces.
     EmptyQuery,
-    /// 400 `query_too_long`: over [`MAX_QUERY_CHARS`](crate::search::MAX_QUERY_CHARS).
+    /// 400 `query_too_long`: over [`MAX_QUERY_CHARS`](crate::MAX_QUERY_CHARS).
     QueryTooLong,
-    /// 400 `batch_too_large`: more than [`MAX_BATCH`](super::MAX_BATCH) requests.
+    /// 400 `batch_too_large`: more than [`MAX_BATCH`](crate::MAX_BATCH) requests.
     BatchTooLarge,
     /// 400 `invalid_input`: the search refused the request.
     InvalidInput,
@@ -64,15 +64,15 @@ pub enum UserCode {
     NoCandidates,
     /// 405 `method_not_allowed`: the route exists, the method does not.
     MethodNotAllowed,
-    /// 413 `body_too_large`: the body is over [`MAX_BODY_BYTES`](super::MAX_BODY_BYTES).
+    /// 413 `body_too_large`: the body is over [`MAX_BODY_BYTES`](crate::MAX_BODY_BYTES).
     BodyTooLarge,
     /// 415 `unsupported_media_type`: the body is not `application/json`.
     UnsupportedMediaType,
     /// 414 `uri_too_long`: the request target is over
-    /// [`MAX_URI_BYTES`](super::MAX_URI_BYTES).
+    /// [`MAX_URI_BYTES`](crate::MAX_URI_BYTES).
     UriTooLong,
-    /// 431 `headers_too_large`: over [`MAX_HEADERS`](super::MAX_HEADERS)
-    /// headers, or over [`MAX_HEADER_BYTES`](super::MAX_HEADER_BYTES) of them.
+    /// 431 `headers_too_large`: over [`MAX_HEADERS`](crate::MAX_HEADERS)
+    /// headers, or over [`MAX_HEADER_BYTES`](crate::MAX_HEADER_BYTES) of them.
     HeadersTooLarge,
     /// 422 `plan_aborted`: every plan the model proposed was rejected by the
     /// gate, and the retry budget is spent.

@@ -5,6 +5,10 @@
 //! everything it does, so it never sees a mix of two generations. A new
 //! generation is opened completely before the swap; if it does not open, it is
 //! refused with a log line and the old one keeps serving.
+//!
+//! Every server reads the index through it: the HTTP API, the MCP server (over
+//! stdio or HTTP) and the MCP gateway. It knows nothing of HTTP; the limits,
+//! errors and statuses the HTTP front ends share are `toolrag-serve`'s.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,6 +21,10 @@ use crate::search::khipu::{self, CandidateSet};
 use crate::search::{SearchConfig, SearchRequest, Searcher};
 use toolrag_core::error::Result;
 use toolrag_embed::Embedder;
+
+/// How often the servers' reload watchers look at `CURRENT` (the period they
+/// give [`LiveIndex::watch`]).
+pub const RELOAD_POLL: Duration = Duration::from_millis(500);
 
 /// A reloadable index folder.
 pub struct LiveIndex {

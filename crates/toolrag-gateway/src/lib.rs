@@ -2,7 +2,7 @@
 //! (`toolrag mcp --upstream FILE`).
 //!
 //! It keeps a client session open to every upstream server of an MCP
-//! configuration ([`super::upstream`]), lists their tools and indexes them in
+//! configuration ([`toolrag_mcp::upstream`]), lists their tools and indexes them in
 //! an index folder as `toolrag index --mcp-config` would, and offers three
 //! tools: `search_tools` (the candidate set), `get_tool` (a tool's card) and
 //! `call_tool` (forward a call to the server that owns the tool).
@@ -32,57 +32,68 @@
 //! (only new texts are embedded) and swaps the new generation in; searches
 //! and calls meanwhile go on against the old one.
 //!
-//! The code is laid out by concern: [`Gateway`] and its public types live
-//! here; `upstreams` keeps the sessions to the servers, `catalog` the merged
-//! tool list checked against the pins, `sync` the re-listing and rebuilds,
-//! `call` the routing of `call_tool` with `approval` before it, and the
-//! public [`audit`], [`guard`] and [`pins`] the records and checks they use.
+//! [`Gateway`] is a thin holder of parts with one job each: `catalog`'s
+//! `Tools` (the merged tool list checked against the pins, and its index;
+//! `sync` re-lists and rebuilds it), `access` (which tools a principal may
+//! see, by [`policy`]), [`limits`] (the per-tool rate limits), `approval`
+//! (allow-lists, the person's answer, and `states`, the sealed states of
+//! 2026-07-28's rounds), `upstreams` (the sessions to the servers;
+//! `forward` sends a call over one), [`audit`] and `usage` (the logs).
+//! `call` runs `call_tool` through them as a chain of checks: visibility,
+//! rate, quarantine, schema, approval, forward, guard ([`guard`]). `server`
+//! is the MCP surface, `listen` tells clients that the tools changed, and
+//! [`settings`] is the `[gateway]` table.
 
+#![warn(missing_docs)]
+
+mod access;
 mod approval;
 pub mod audit;
 mod call;
 mod catalog;
+mod forward;
 pub mod guard;
+pub mod limits;
 mod listen;
 pub mod pins;
+pub mod policy;
 mod server;
+pub mod settings;
 mod states;
 mod sync;
 mod upstreams;
 mod usage;
 
+pub use policy::PolicyRule;
 pub use server::{CallToolArgs, GatewayServer};
+pub use settings::{GatewayConfig, OutputGuard};
 
-use std::collections::BTreeMap;
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use std::collections::HashSet;
-use std::sync::OnceLock;
-
-use arc_swap::ArcSwap;
 use rmcp::{Peer, RoleServer};
 use serde::Serialize;
 use tokio::sync::mpsc;
 
+use self::access::Access;
+use self::approval::Approvals;
 use self::audit::AuditLog;
-use self::catalog::Catalog;
+use self::catalog::Tools;
+use self::limits::ToolLimits;
 use self::pins::PinLock;
-use self::states::ApprovalStates;
-use self::upstreams::Upstream;
-use super::upstream::{self, McpConfig};
-use crate::limits;
+use self::upstreams::Upstreams;
 use crate::policy::Policy;
-use crate::settings::GatewayConfig;
 use toolrag_auth::Principal;
 use toolrag_core::error::Location;
 use toolrag_embed::Embedder;
 use toolrag_engine::build::BuildReport;
 use toolrag_engine::index::lexical::FieldBoosts;
+use toolrag_engine::live::LiveIndex;
 use toolrag_engine::search::SearchConfig;
-use toolrag_engine::serve::LiveIndex;
 use toolrag_lint::Thresholds;
+use toolrag_mcp::upstream::{self, McpConfig};
 
 /// An error of the gateway.
 #[derive(Debug, thiserror::Error)]
@@ -132,7 +143,7 @@ pub struct GatewayOptions {
     pub approvals_db: PathBuf,
     /// Where replicas share used approval states and rate-limit budgets
     /// (`[gateway] state`); local by default.
-    pub shared: crate::shared::SharedState,
+    pub shared: toolrag_mcp::shared::SharedState,
     /// The usage log that `toolrag learn` reads (unless `record-usage` is
     /// off).
     pub usage_log: PathBuf,
@@ -182,7 +193,7 @@ impl GatewayOptions {
                 .unwrap_or_else(|| index.join(toolrag_engine::learn::USAGE_FILE)),
             index,
             settings,
-            shared: crate::shared::SharedState::local(),
+            shared: toolrag_mcp::shared::SharedState::local(),
             search: SearchConfig::default(),
             pinned: Vec::new(),
             boosts: FieldBoosts::default(),
@@ -257,32 +268,24 @@ pub struct SyncReport {
     pub build: Option<BuildReport>,
 }
 
-/// The gateway's state, shared by the MCP handlers and the background task.
+/// The gateway: a thin holder of its parts, each with one job. The MCP
+/// handlers and the background task share it.
 pub struct Gateway {
     opts: GatewayOptions,
-    embedder: Option<Arc<dyn Embedder>>,
-    upstreams: BTreeMap<String, Arc<Upstream>>,
-    catalog: ArcSwap<Catalog>,
-    live: std::sync::OnceLock<Arc<LiveIndex>>,
-    pins: tokio::sync::Mutex<PinLock>,
+    /// The tools the servers list: the catalog, its pins, its index.
+    tools: Tools,
+    /// Who may see which tool.
+    access: Access,
+    /// The per-tool rate limits.
+    limits: ToolLimits,
+    /// Approval of the calls that need it.
+    approvals: Approvals,
+    /// The sessions to the servers, and the calls forwarded over them.
+    upstreams: Upstreams,
+    /// Every decision and result, one line each.
     audit: AuditLog,
-    changes: mpsc::UnboundedSender<String>,
-    sync_lock: tokio::sync::Mutex<()>,
-    policy: Policy,
-    limits: limits::ToolLimits,
-    states: OnceLock<ApprovalStates>,
-    visible: std::sync::Mutex<VisibleCache>,
+    /// The searches and calls `toolrag learn` reads.
     usage: usage::Usage,
-    /// Counts the changes of the catalog, for the clients listening.
-    tool_changes: tokio::sync::watch::Sender<u64>,
-}
-
-/// The tools each principal may see, per catalog: computed once per
-/// principal and catalog, since a search must not pay for the globs.
-#[derive(Default)]
-struct VisibleCache {
-    catalog: Option<Arc<Catalog>>,
-    sets: std::collections::HashMap<String, Arc<HashSet<String>>>,
 }
 
 /// Who is calling the gateway, and how they can be asked for approval.
@@ -314,7 +317,7 @@ impl std::fmt::Debug for Gateway {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Gateway")
             .field("index", &self.opts.index)
-            .field("servers", &self.upstreams.keys().collect::<Vec<_>>())
+            .field("servers", &self.upstreams.names())
             .finish_non_exhaustive()
     }
 }
@@ -338,34 +341,25 @@ impl Gateway {
         let (tx, rx) = mpsc::unbounded_channel();
         let pins = PinLock::open(&opts.lock_file)?;
         let audit = AuditLog::open(&opts.audit_log)?;
-        let policy = Policy::compile(&opts.settings.policy)?;
+        let policy = Arc::new(Policy::compile(&opts.settings.policy)?);
         let limits =
-            limits::ToolLimits::compile(&opts.settings.tool_calls_per_minute)?.shared(&opts.shared);
+            ToolLimits::compile(&opts.settings.tool_calls_per_minute)?.shared(&opts.shared);
         let usage = usage::Usage::open(&opts)?;
-        let upstreams = config
-            .servers
-            .iter()
-            .map(|s| (s.name.clone(), Arc::new(Upstream::new(s.clone()))))
-            .collect();
+        let call_timeout = Duration::from_secs_f64(opts.settings.call_timeout_seconds);
+        let upstreams = Upstreams::new(config, tx, opts.connect_timeout, call_timeout);
         let gateway = Arc::new(Gateway {
-            opts,
-            embedder,
-            upstreams,
-            catalog: ArcSwap::from_pointee(Catalog::default()),
-            live: std::sync::OnceLock::new(),
-            pins: tokio::sync::Mutex::new(pins),
-            audit,
-            changes: tx,
-            sync_lock: tokio::sync::Mutex::new(()),
-            policy,
+            tools: Tools::new(pins, embedder),
+            access: Access::new(policy.clone()),
             limits,
-            states: OnceLock::new(),
-            visible: std::sync::Mutex::new(VisibleCache::default()),
+            approvals: Approvals::new(&opts, policy),
+            upstreams,
+            audit,
             usage,
-            tool_changes: tokio::sync::watch::Sender::new(0),
+            opts,
         });
-        let names: Vec<String> = gateway.upstreams.keys().cloned().collect();
-        let listed = futures::future::join_all(names.iter().map(|n| gateway.list_server(n))).await;
+        let names = gateway.upstreams.names();
+        let listed =
+            futures::future::join_all(names.iter().map(|n| gateway.upstreams.list_server(n))).await;
         if !listed.iter().any(|ok| *ok) {
             return Err(GatewayError::NothingToServe);
         }
@@ -377,14 +371,14 @@ impl Gateway {
     /// Call it once after [`Gateway::connect`].
     pub async fn open_index(self: &Arc<Self>) -> Result<SyncReport, GatewayError> {
         let report = self.ingest_and_build(true).await?;
-        if self.live.get().is_none() {
+        if self.tools.live.get().is_none() {
             let dir = self.opts.index.clone();
-            let embedder = self.embedder.clone();
+            let embedder = self.tools.embedder.clone();
             let search = self.opts.search;
             let live = tokio::task::spawn_blocking(move || LiveIndex::open(&dir, embedder, search))
                 .await
                 .expect("opening the index does not panic")?;
-            let _ = self.live.set(Arc::new(live));
+            let _ = self.tools.live.set(Arc::new(live));
         }
         Ok(report)
     }
@@ -392,7 +386,7 @@ impl Gateway {
     /// Writes to the audit log that `e.principal` sent a request on a
     /// session another principal opened (and was answered as on an unknown
     /// session); a failure to write is logged.
-    pub fn audit_foreign_session(&self, e: &crate::sessions::ForeignSession) {
+    pub fn audit_foreign_session(&self, e: &toolrag_mcp::sessions::ForeignSession) {
         let record = audit::SessionRecord::foreign(&e.principal.name, &e.owner, &e.method);
         self.audit.record_now(&record);
     }
@@ -402,7 +396,7 @@ impl Gateway {
     /// # Panics
     /// Before [`Gateway::open_index`] has succeeded.
     pub fn live(&self) -> &Arc<LiveIndex> {
-        self.live.get().expect("open_index was called")
+        self.tools.live.get().expect("open_index was called")
     }
 
     /// The tools pinned into every search.
@@ -412,51 +406,13 @@ impl Gateway {
 
     /// The compiled `[[gateway.policy]]`.
     pub fn policy(&self) -> &Policy {
-        &self.policy
+        self.access.policy()
     }
 
     /// The ids of the tools `who` may see, or `None` when there is no
     /// policy (everything). Cached per principal until the catalog changes.
     pub fn visible_to(&self, who: &Principal) -> Option<Arc<HashSet<String>>> {
-        if self.policy.is_open() {
-            return None;
-        }
-        let catalog = self.catalog.load_full();
-        let key = format!(
-            "{:?}\u{0}{}\u{0}{:?}\u{0}{:?}\u{0}{}",
-            who.method,
-            who.name,
-            who.subject,
-            who.client_id,
-            who.groups.join("\u{0}")
-        );
-        let mut cache = self.visible.lock().unwrap_or_else(|e| e.into_inner());
-        if !cache
-            .catalog
-            .as_ref()
-            .is_some_and(|c| Arc::ptr_eq(c, &catalog))
-        {
-            cache.catalog = Some(catalog.clone());
-            cache.sets.clear();
-        }
-        if cache.sets.len() > 10_000 {
-            cache.sets.clear();
-        }
-        let set = cache
-            .sets
-            .entry(key)
-            .or_insert_with(|| {
-                Arc::new(
-                    catalog
-                        .entries
-                        .keys()
-                        .filter(|id| self.policy.may_see(who, id))
-                        .cloned()
-                        .collect(),
-                )
-            })
-            .clone();
-        Some(set)
+        self.access.visible_to(who, &self.tools.catalog)
     }
 
     /// Remembers that `who` searched for `request` and was offered
@@ -468,29 +424,28 @@ impl Gateway {
 
     /// Whether `who` may see the tool `id`.
     pub fn may_see(&self, who: &Principal, id: &str) -> bool {
-        self.policy.may_see(who, id)
+        self.access.may_see(who, id)
     }
 
-    /// The approval states (key and memory of used ones), opened at the
-    /// first approval of protocol 2026-07-28.
-    fn states(&self) -> Result<&ApprovalStates, GatewayError> {
-        if let Some(s) = self.states.get() {
-            return Ok(s);
+    /// The servers that could not be listed (by name), each reported in
+    /// the log when it failed.
+    pub fn failed_servers(&self) -> Vec<String> {
+        self.upstreams.failed()
+    }
+
+    /// Closes every upstream session (stdio servers see their stdin close),
+    /// and waits until every audit line queued so far is on disk.
+    pub async fn shutdown(&self) {
+        self.upstreams.close().await;
+        if let Err(e) = self.audit.flush().await {
+            tracing::error!("cannot write the last lines of the audit log: {e}");
         }
-        let ttl = Duration::from_secs_f64(self.opts.settings.approval_ttl_seconds);
-        let opened = ApprovalStates::open(
-            &self.opts.key_file,
-            &self.opts.approvals_db,
-            ttl,
-            &self.opts.shared,
-        )?;
-        Ok(self.states.get_or_init(|| opened))
     }
 
     /// Opens the approval key and the store of used states now, so that a
     /// bad key file or an unwritable store is an error at start, not at the
     /// first approval.
     pub fn open_approval_states(&self) -> Result<(), GatewayError> {
-        self.states().map(|_| ())
+        self.approvals.states().map(|_| ())
     }
 }

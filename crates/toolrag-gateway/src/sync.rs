@@ -59,7 +59,7 @@ impl Gateway {
                         tracing::error!("re-listing failed, the old tools stay: {e}");
                     }
                 }
-                _ = health.tick() => self.restart_dead().await,
+                _ = health.tick() => self.upstreams.restart_dead().await,
             }
         }
     }
@@ -72,22 +72,22 @@ impl Gateway {
         self: &Arc<Self>,
         servers: Option<&BTreeSet<String>>,
     ) -> Result<SyncReport, GatewayError> {
-        let _one = self.sync_lock.lock().await;
+        let _one = self.tools.sync_lock.lock().await;
         let names: Vec<String> = self
             .upstreams
-            .keys()
-            .filter(|n| servers.is_none_or(|s| s.contains(*n)))
-            .cloned()
+            .names()
+            .into_iter()
+            .filter(|n| servers.is_none_or(|s| s.contains(n)))
             .collect();
-        futures::future::join_all(names.iter().map(|n| self.list_server(n))).await;
+        futures::future::join_all(names.iter().map(|n| self.upstreams.list_server(n))).await;
         let report = self.ingest_and_build(false).await?;
-        if let Some(live) = self.live.get() {
+        if let Some(live) = self.tools.live.get() {
             if report.build.is_some() {
                 let live = live.clone();
                 let reload = tokio::task::spawn_blocking(move || live.reload_if_changed())
                     .await
                     .expect("a reload does not panic");
-                if let toolrag_engine::serve::Reload::Refused(e) = reload {
+                if let toolrag_engine::live::Reload::Refused(e) = reload {
                     tracing::error!("the rebuilt index does not open, the old one stays: {e}");
                 }
             }
@@ -117,7 +117,7 @@ impl Gateway {
     /// quarantined, unless the index already holds exactly them. `first`:
     /// log every quarantined tool, not only the newly quarantined.
     pub(super) async fn ingest_and_build(&self, first: bool) -> Result<SyncReport, GatewayError> {
-        let mut pins = self.pins.lock().await;
+        let mut pins = self.tools.pins.lock().await;
         let (catalog, new) = self.catalog_of(&pins);
         for id in &new {
             pins.pin(id, &catalog.entries[id].raw);
@@ -125,7 +125,7 @@ impl Gateway {
         pins.save()?;
         drop(pins);
 
-        let old = self.catalog.load_full();
+        let old = self.tools.catalog.load_full();
         let mut report = SyncReport {
             pinned: new,
             ..SyncReport::default()
@@ -163,7 +163,7 @@ impl Gateway {
             .filter(|e| e.quarantine.is_empty())
             .map(|e| e.def.clone())
             .collect();
-        self.catalog.store(Arc::new(catalog));
+        self.tools.catalog.store(Arc::new(catalog));
         let registry = Registry::from_tools(active).map_err(GatewayError::Index)?;
         // With the requests `toolrag learn` learnt, as the build will give
         // them, so that an index that has them counts as current.
@@ -176,7 +176,7 @@ impl Gateway {
         while !self.index_is_current(&registry) {
             let mut opts = BuildOptions::new(self.opts.index.clone());
             opts.boosts = self.opts.boosts;
-            let embedder = self.embedder.clone();
+            let embedder = self.tools.embedder.clone();
             let tools = registry.clone();
             let build = tokio::task::spawn_blocking(move || {
                 let model = embedder.as_deref().map(BuildModel::Loaded);
@@ -209,6 +209,7 @@ impl Gateway {
             return false;
         };
         let model = self
+            .tools
             .embedder
             .as_deref()
             .map(toolrag_engine::index::ModelInfo::of);

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use toolrag_core::error::Result;
 use toolrag_core::settings::invalid;
 
-pub use crate::shared::StateUrl;
-use crate::shared::{SharedError, SharedState};
+pub use toolrag_mcp::shared::StateUrl;
+use toolrag_mcp::shared::{SharedError, SharedState};
 
 /// What the gateway does with a tool result that addresses the model
 /// (instructions to it, invisible Unicode, URLs to send data to).
@@ -130,9 +130,10 @@ impl Default for GatewayConfig {
             usage_max_mb: 16.0,
             usage_max_age_days: 90.0,
             teachers: Vec::new(),
-            max_sessions: crate::sessions::SessionLimits::DEFAULT_MAX_TOTAL,
-            max_sessions_per_principal: crate::sessions::SessionLimits::DEFAULT_MAX_PER_PRINCIPAL,
-            session_idle_seconds: crate::sessions::SessionLimits::DEFAULT_IDLE.as_secs_f64(),
+            max_sessions: toolrag_mcp::sessions::SessionLimits::DEFAULT_MAX_TOTAL,
+            max_sessions_per_principal:
+                toolrag_mcp::sessions::SessionLimits::DEFAULT_MAX_PER_PRINCIPAL,
+            session_idle_seconds: toolrag_mcp::sessions::SessionLimits::DEFAULT_IDLE.as_secs_f64(),
             state: None,
             state_password_env: None,
             state_prefix: "toolrag:".into(),
@@ -319,8 +320,8 @@ impl GatewayConfig {
     }
 
     /// The caps and idle time of streamable-HTTP sessions.
-    pub fn session_limits(&self) -> crate::sessions::SessionLimits {
-        crate::sessions::SessionLimits::new(
+    pub fn session_limits(&self) -> toolrag_mcp::sessions::SessionLimits {
+        toolrag_mcp::sessions::SessionLimits::new(
             self.max_sessions,
             self.max_sessions_per_principal,
             std::time::Duration::from_secs_f64(self.session_idle_seconds),
@@ -330,10 +331,15 @@ impl GatewayConfig {
     /// The `allow` entry that lets `tool_id` (`server/tool`) act without
     /// asking: the tool itself or its server; `None` when none does.
     pub fn allow_entry(&self, tool_id: &str) -> Option<&str> {
-        let server = tool_id.split_once('/').map_or(tool_id, |(s, _)| s);
-        self.allow
-            .iter()
-            .map(String::as_str)
-            .find(|a| *a == tool_id || *a == server)
+        allow_entry(&self.allow, tool_id)
     }
+}
+
+/// The entry of the allow-list `allow` that names `tool_id` or its server.
+pub(crate) fn allow_entry<'a>(allow: &'a [String], tool_id: &str) -> Option<&'a str> {
+    let server = tool_id.split_once('/').map_or(tool_id, |(s, _)| s);
+    allow
+        .iter()
+        .map(String::as_str)
+        .find(|a| *a == tool_id || *a == server)
 }
