@@ -79,34 +79,29 @@
 //!
 //! ## The crates
 //!
-//! This crate is a facade over the workspace; depend on a smaller crate to
-//! take less:
+//! This crate is a facade over the library crates of the workspace; depend
+//! on a smaller crate to take less:
 //!
 //! | module here | crate | what |
 //! |---|---|---|
 //! | [`registry`], [`khipu`] | `toolrag-core` | errors, tools and their loaders, the Khipu contract |
 //! | [`embed`] | `toolrag-embed` | the embedding model |
 //! | [`index`], [`search`], [`eval`] | `toolrag-engine` | build, search, evaluate (no async runtime) |
-//! | [`serve`] | `toolrag-serve`, `toolrag-engine` | the serving core of the HTTP front ends, and the live index |
+//! | [`serve`] | `toolrag-engine` | the live index every server reads |
 //! | [`lint`] | `toolrag-lint` | the docstring review |
 //! | [`gate`] | `toolrag-gate` | the plan check |
 //! | [`planner`] | `toolrag-planner` | the plan model's client: ask, gate, repair |
-//! | [`http`] | `toolrag-http` | the HTTP API (axum) |
-//! | [`mcp`] | `toolrag-mcp` | the MCP server and gateway (rmcp) |
-//! | [`config`] | this crate | `toolrag.toml`, every table checked in one place |
+//! | [`config`] | this crate | `toolrag.toml`, every table's keys checked in one place |
+//! | [`app`] | this crate | what every front end does alike: the model choice, build and open, progress |
+//!
+//! The front ends are crates of their own, above this one: the command line
+//! (`toolrag-cli`, the `toolrag` binary), the serving core (`toolrag-serve`),
+//! the HTTP API (`toolrag-http`, axum), the MCP server (`toolrag-mcp`, rmcp),
+//! the gateway (`toolrag-gateway`) and the Python extension (`toolrag-py`).
+//! This crate takes no command line, server, async runtime or MCP.
 #![warn(missing_docs)]
 
-// The command line lives in the library (`run_cli`), so that the binary and
-// the Python wheel's console script are one program; its modules name the
-// library as `toolrag::`, as the binary did.
-extern crate self as toolrag;
-
-mod cli;
-mod run;
-mod telemetry;
-
-pub use run::run_cli;
-
+pub mod app;
 pub mod config;
 
 /// The README's Rust example, compiled and run by `cargo test --doc`.
@@ -114,25 +109,20 @@ pub mod config;
 #[cfg(doctest)]
 pub struct ReadmeExample;
 
-pub use toolrag_auth as auth;
 pub use toolrag_core::{khipu, registry};
 pub use toolrag_embed as embed;
 pub use toolrag_engine::{eval, learn, search};
 pub use toolrag_gate as gate;
-pub use toolrag_gateway as gateway;
-pub use toolrag_http as http;
 pub use toolrag_lint as lint;
-pub use toolrag_mcp as mcp;
 pub use toolrag_planner as planner;
 
 /// Serving: the live index every server reads (the engine's
 /// [`LiveIndex`](serve::LiveIndex), reloaded when a build publishes a new
-/// generation) and the serving core its HTTP front ends share (`toolrag-serve`:
-/// limits, request checks, errors and their statuses, the OpenAPI document,
-/// the connection loop).
+/// generation). The serving core of the HTTP front ends (limits, request
+/// checks, errors, the OpenAPI document, the connection loop) is
+/// `toolrag-serve`, a front end's crate (axum, tokio), not re-exported here.
 pub mod serve {
     pub use toolrag_engine::live::*;
-    pub use toolrag_serve::*;
 }
 
 /// The index: building a generation ([`build`](index::build)) and the files

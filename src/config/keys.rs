@@ -7,7 +7,10 @@ use toolrag_core::settings::{did_you_mean, join, kebab, ConfigError};
 
 /// The keys of each table. Tests check them against the types' own fields.
 pub(super) const TOP_KEYS: &[&str] = &["pinned", "search", "index", "model", "lint", "gateway"];
-pub(super) const GATEWAY_KEYS: &[&str] = &[
+/// The keys of `[gateway]`, checked here on every load although the table
+/// is typed by the gateway ([`super::Config::gateway`]), so that a misspelt
+/// gateway setting is refused by every command.
+pub const GATEWAY_KEYS: &[&str] = &[
     "allow",
     "output-guard",
     "relist-seconds",
@@ -32,7 +35,8 @@ pub(super) const GATEWAY_KEYS: &[&str] = &[
     "state-prefix",
     "state-timeout-seconds",
 ];
-pub(super) const POLICY_KEYS: &[&str] = &["principals", "tools", "allow"];
+/// The keys of each `[[gateway.policy]]` rule.
+pub const POLICY_KEYS: &[&str] = &["principals", "tools", "allow"];
 pub(super) const MODEL_KEYS: &[&str] =
     &["name", "dir", "pooling", "query-prefix", "document-prefix"];
 pub(super) const SEARCH_KEYS: &[&str] = &[

@@ -29,7 +29,7 @@
 //! [lint]                               # see [`toolrag_lint::LintConfig`]
 //! "missing-edge-cases" = "error"
 //!
-//! [gateway]                            # `toolrag mcp --upstream`: see [`GatewayConfig`]
+//! [gateway]                            # `toolrag mcp --upstream`: see [`Config::gateway`]
 //! allow = ["memory", "filesystem/write_file"] # act without asking a person
 //! output-guard = "mark"                # or "block", or "off"
 //! relist-seconds = 300.0               # 0: only on list_changed
@@ -82,23 +82,24 @@
 //! # Ok::<(), toolrag::Error>(())
 //! ```
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
-use toolrag_core::settings::{typed, ConfigError};
+use toolrag_core::settings::typed;
 use toolrag_core::{Error, Result};
 use toolrag_embed::ModelConfig;
 use toolrag_lint::LintConfig;
 
-pub use toolrag_core::settings::FILE;
+pub use toolrag_core::settings::{ConfigError, FILE};
 pub use toolrag_engine::index::IndexConfig;
 pub use toolrag_engine::search::SearchConfig;
-pub use toolrag_gateway::{GatewayConfig, OutputGuard};
 
 mod keys;
 #[cfg(test)]
 mod tests;
 
 use keys::{check_keys, key_lines, locate, table_of};
+pub use keys::{GATEWAY_KEYS, POLICY_KEYS};
 
 /// A whole `toolrag.toml`: `pinned`, `[search]`, `[index]`, `[model]`,
 /// `[lint]` and `[gateway]`.
@@ -117,11 +118,16 @@ pub struct Config {
     pub model: ModelConfig,
     /// Lint levels, selection, ignores and thresholds (the `[lint]` table).
     pub lint: LintConfig,
-    /// The MCP gateway's settings (the `[gateway]` table).
-    pub gateway: GatewayConfig,
+    /// The MCP gateway's settings (the `[gateway]` table) as written, its
+    /// keys checked ([`GATEWAY_KEYS`], [`POLICY_KEYS`]). The gateway is a
+    /// front end above this crate: it reads the table as its own type with
+    /// [`Config::gateway`] (`toolrag mcp` as `toolrag_mcp::GatewayConfig`).
+    pub gateway: toml::Table,
     /// The file this configuration was read from; `None` for the defaults or
     /// text parsed with [`Config::parse`].
     pub file: Option<std::path::PathBuf>,
+    /// The line of each key of the text, for the errors of [`Config::gateway`].
+    lines: BTreeMap<String, u32>,
 }
 
 impl Config {
@@ -143,25 +149,35 @@ impl Config {
             e.file = Some(path.to_path_buf());
             Error::Config(e)
         })?;
-        if let Some(base) = path.parent() {
-            for p in [
-                &mut config.model.dir,
-                &mut config.gateway.lock_file,
-                &mut config.gateway.audit_log,
-                &mut config.gateway.key_file,
-                &mut config.gateway.approvals_db,
-                &mut config.gateway.usage_log,
-            ]
-            .into_iter()
-            .flatten()
-            {
-                if p.is_relative() {
-                    *p = base.join(&*p);
-                }
-            }
+        if let Some(dir) = config.model.dir.as_mut() {
+            *dir = relative_to_file(path, dir);
         }
         config.file = Some(path.to_path_buf());
         Ok(config)
+    }
+
+    /// The `[gateway]` table read as the gateway's own settings `T` (the
+    /// defaults without one): its values typed, then `check` run on them with
+    /// [`Config::file`] (to make their relative paths relative to the file's
+    /// folder, as [`relative_to_file`] does, and to check their ranges).
+    /// An error names the file, the key and its line, as the other tables'
+    /// errors do.
+    pub fn gateway<T: serde::de::DeserializeOwned>(
+        &self,
+        check: impl FnOnce(&mut T, Option<&Path>) -> Result<()>,
+    ) -> Result<T> {
+        let place = |mut e: ConfigError| {
+            e.line = e.key.as_deref().and_then(|k| locate(&self.lines, k));
+            e.file.clone_from(&self.file);
+            Error::Config(e)
+        };
+        let table = toml::Value::Table(self.gateway.clone());
+        let mut settings: T = typed(table, "gateway").map_err(place)?;
+        check(&mut settings, self.file.as_deref()).map_err(|e| match e {
+            Error::Config(c) => place(c),
+            other => other,
+        })?;
+        Ok(settings)
     }
 
     /// Parses and checks the text of a `toolrag.toml`; errors give the line
@@ -174,13 +190,14 @@ impl Config {
     /// ([`SearchConfig::validate`]), `[index]` ([`IndexConfig::validate`])
     /// and `[lint.thresholds]` ([`Thresholds::validate`]). [`Config::load`]
     /// and [`Config::parse`] call it; call it after changing a `Config` in
-    /// code.
+    /// code. (`[gateway]` is checked by [`Config::gateway`].)
+    ///
+    /// [`Thresholds::validate`]: toolrag_lint::Thresholds::validate
     pub fn validate(&self) -> Result<()> {
         self.search
             .validate()
             .and_then(|()| self.index.validate())
             .and_then(|()| self.lint.thresholds.validate())
-            .and_then(|()| self.gateway.validate())
             .map_err(|e| match e {
                 Error::Config(mut c) => {
                     c.file.clone_from(&self.file);
@@ -231,7 +248,7 @@ pub(crate) fn parse_text(text: &str) -> std::result::Result<Config, ConfigError>
         }
     }
     if let Some(v) = top.remove("gateway") {
-        config.gateway = typed(v, "gateway").map_err(place)?;
+        config.gateway = table_of(v, "gateway").map_err(place)?;
     }
     if let Some(v) = top.remove("lint") {
         let table = table_of(v, "lint").map_err(place)?;
@@ -246,5 +263,15 @@ pub(crate) fn parse_text(text: &str) -> std::result::Result<Config, ConfigError>
             message: other.to_string(),
         },
     })?;
+    config.lines = spans;
     Ok(config)
+}
+
+/// `path`, a path written in the configuration file `file`, made relative
+/// to the file's folder when it is relative.
+pub fn relative_to_file(file: &Path, path: &Path) -> std::path::PathBuf {
+    match file.parent() {
+        Some(base) if path.is_relative() => base.join(path),
+        _ => path.to_path_buf(),
+    }
 }

@@ -263,9 +263,46 @@ const FLOORS: &[(&str, &[&str])] = &[
             "toolrag-mcp",
         ],
     ),
+    // The command line (the `toolrag` binary): the facade, and the front
+    // ends it runs (the HTTP API, the MCP server and gateway, their auth).
+    (
+        "toolrag-cli",
+        &[
+            "toolrag",
+            "toolrag-auth",
+            "toolrag-http",
+            "toolrag-mcp",
+            "toolrag-gateway",
+        ],
+    ),
     // The Python extension is a front end over the facade (`toolrag`, the
-    // root package), whose command line it runs as the console script.
-    ("toolrag-py", &["toolrag"]),
+    // root package) and its application layer; it runs the command line as
+    // the console script and draws its progress bar.
+    ("toolrag-py", &["toolrag", "toolrag-cli"]),
+];
+
+/// The crates the facade (the root package, `toolrag`) re-exports: the
+/// library crates, none of the front ends.
+const FACADE_FLOOR: &[&str] = &[
+    "toolrag-core",
+    "toolrag-embed",
+    "toolrag-engine",
+    "toolrag-gate",
+    "toolrag-lint",
+    "toolrag-planner",
+];
+
+/// What the front ends take and the facade does not, beyond [`FRONT_END_ONLY`]:
+/// traces' export, a terminal's progress bar, an allocator.
+const NOT_IN_THE_FACADE: &[&str] = &[
+    "opentelemetry",
+    "opentelemetry_sdk",
+    "opentelemetry-otlp",
+    "tracing-opentelemetry",
+    "tracing-subscriber",
+    "indicatif",
+    "mimalloc",
+    "libmimalloc-sys",
 ];
 
 /// The crates below the front ends never take a server, an async runtime,
@@ -319,6 +356,7 @@ fn the_crate_graph_is_the_architecture() {
                 | "toolrag-http"
                 | "toolrag-mcp"
                 | "toolrag-gateway"
+                | "toolrag-cli"
                 | "toolrag-py"
         ) {
             let heavy: Vec<&String> = deps
@@ -334,6 +372,23 @@ fn the_crate_graph_is_the_architecture() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(on_disk, seen, "every crate has its floor here");
+}
+
+/// The facade takes the library crates only: no command line, server,
+/// async runtime, MCP, or anything else a front end brings.
+#[test]
+fn the_facade_takes_no_front_end() {
+    let deps = dependencies(&root().join("Cargo.toml"));
+    let ours: Vec<&String> = deps
+        .iter()
+        .filter(|d| d.starts_with("toolrag") && !FACADE_FLOOR.contains(&d.as_str()))
+        .collect();
+    assert!(ours.is_empty(), "the facade may not depend on {ours:?}");
+    let heavy: Vec<&String> = deps
+        .iter()
+        .filter(|d| FRONT_END_ONLY.contains(&d.as_str()) || NOT_IN_THE_FACADE.contains(&d.as_str()))
+        .collect();
+    assert!(heavy.is_empty(), "the facade depends on {heavy:?}");
 }
 
 /// The two HTTP front ends stand on the serving core, and on nothing of each

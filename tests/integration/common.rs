@@ -5,8 +5,22 @@ use std::sync::OnceLock;
 
 use toolrag::embed::{EmbedOptions, FastEmbedder, ModelDir};
 
+/// The repository, which the first call makes the tests' working directory.
+///
+/// These tests are crates/toolrag-cli's, and cargo runs them in that folder;
+/// but fixtures are named relative to the repository (so that snapshots and
+/// messages show stable paths), so a test that names one in-process calls
+/// this first. Every test wants the same working directory, so moving there
+/// once, whichever test comes first, is safe.
 pub fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    static ROOT: OnceLock<PathBuf> = OnceLock::new();
+    ROOT.get_or_init(|| {
+        let cli = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let root = cli.ancestors().nth(2).expect("crates/toolrag-cli");
+        std::env::set_current_dir(root).expect("the repository is a folder");
+        root.to_path_buf()
+    })
+    .clone()
 }
 
 /// A program the test setup (`make test`'s prerequisites) installed under the

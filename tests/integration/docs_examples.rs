@@ -46,7 +46,7 @@ const COPIED: &[&str] = &["tools", "tests", "examples", "spec"];
 const LINKED: &[&str] = &["models"];
 
 fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    crate::common::root()
 }
 
 #[derive(Debug, PartialEq)]

@@ -9,11 +9,12 @@ use toolrag::lint::render::{render, OutputFormat, RenderOptions};
 use toolrag::lint::{self, Diagnostic, LintConfig, LintContext};
 use toolrag::registry::{LoadOptions, Registry};
 
-use crate::common::{embedder, model_dir};
+use crate::common::{embedder, model_dir, root};
 
-/// Fixture paths are relative to the package root (the tests' working
-/// directory), so that snapshots show stable paths.
+/// Fixture paths are relative to the repository (the tests' working
+/// directory, [`root`]), so that snapshots show stable paths.
 fn load(rel: &str) -> Registry {
+    root();
     Registry::load(&[PathBuf::from(rel)], &LoadOptions::default())
         .unwrap_or_else(|e| panic!("{rel} loads: {e}"))
 }
@@ -47,6 +48,7 @@ fn concise(diagnostics: &[Diagnostic], tools: usize) -> String {
 /// of that rule, the passing one none; both outputs are snapshotted.
 #[test]
 fn every_rule_fails_its_failing_fixture_and_passes_its_passing_one() {
+    root();
     let mut missing = Vec::new();
     for info in lint::rules() {
         let dir = format!("tests/fixtures/lint/rules/{}", info.name);
@@ -313,6 +315,7 @@ tool = "mcp_filesystem/delete_*"
 
 #[test]
 fn the_example_config_is_valid() {
+    root();
     let c = toolrag::config::Config::from_file(std::path::Path::new("examples/toolrag.toml"))
         .unwrap()
         .lint;

@@ -438,12 +438,12 @@ fn a_revoked_token_is_refused_by_every_replica() {
     let a = Replica::start(&redis, "");
     let b = Replica::start(&redis, "");
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let mut settings = toolrag::config::GatewayConfig::default();
-    settings.state = Some(toolrag::gateway::settings::StateUrl::new(redis.url()));
+    let mut settings = toolrag_gateway::GatewayConfig::default();
+    settings.state = Some(toolrag_gateway::settings::StateUrl::new(redis.url()));
     rt.block_on(async {
         let shared = settings.shared_state().unwrap();
         shared.ready().await.unwrap();
-        let hash = toolrag::mcp::shared::token_sha256(BOB);
+        let hash = toolrag_mcp::shared::token_sha256(BOB);
         shared
             .revoke(&hash, Duration::from_secs(120))
             .await
@@ -537,15 +537,15 @@ fn a_password_from_the_environment_or_the_url_is_used_and_never_logged() {
 fn a_silent_redis_costs_one_deadline_then_fails_at_once() {
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = silent.local_addr().unwrap().port();
-    let mut settings = toolrag::config::GatewayConfig::default();
-    settings.state = Some(toolrag::gateway::settings::StateUrl::new(format!(
+    let mut settings = toolrag_gateway::GatewayConfig::default();
+    settings.state = Some(toolrag_gateway::settings::StateUrl::new(format!(
         "redis://127.0.0.1:{port}/0"
     )));
     settings.state_timeout_seconds = 0.3;
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let shared = settings.shared_state().unwrap();
-        let hash = toolrag::mcp::shared::token_sha256(ALICE);
+        let hash = toolrag_mcp::shared::token_sha256(ALICE);
         let t = Instant::now();
         assert!(!shared.is_revoked(&hash).await, "unknown, so not revoked");
         let first = t.elapsed();

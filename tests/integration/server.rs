@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use harness::{index_copy, request, Resp, Server};
 use serde_json::{json, Value};
-use toolrag::http::{openapi, ROUTES};
+use toolrag_http::{openapi, ROUTES};
 
 /// Checks `value` against a component schema of the served OpenAPI document.
 pub fn conforms(value: &Value, component: &str) {

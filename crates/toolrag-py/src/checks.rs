@@ -32,7 +32,7 @@ pub fn lint<'py>(
             let registry = tools.registry(&namespace, crate::index::load_limits(&limits)?)?;
             let mut cx = LintContext::new(full.lint.clone());
             // The model is a nicety here: without it the lint runs lexically.
-            if let Ok(dir) = model::locate(&model::choice(None, &full.model)) {
+            if let Ok(dir) = toolrag::app::ModelRequest::new(None, None, &full).select() {
                 cx = cx.with_token_counter(toolrag::embed::TokenCounter::load(&dir)?);
                 let confusable = rules::find_rule("confusable-tools");
                 let wanted =

@@ -8,9 +8,10 @@ use std::sync::{Arc, RwLock};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
+use toolrag::app::{self, ModelRequest};
 use toolrag::config::Config;
-use toolrag::embed::Embedder;
-use toolrag::index::{BuildModel, BuildOptions, BuildProgress, BuildReport};
+use toolrag::embed::{Embedder, ModelDir};
+use toolrag::index::{BuildModel, BuildReport};
 use toolrag::registry::{LoadError, LoadErrors, LoadLimits, Location};
 use toolrag::search::{khipu, Mode, SearchRequest};
 use toolrag::{LoadOptions, Registry, Searcher};
@@ -31,8 +32,9 @@ struct Setup {
     /// when the index is dropped.
     _temp: Option<tempfile::TempDir>,
     config: Config,
-    /// The model choice (`None`: lexical only).
-    model: Option<toolrag::embed::ModelConfig>,
+    /// The model folder (`None`: lexical only): the chosen one for a built
+    /// index, the one it was built with for an opened one.
+    model: Option<ModelDir>,
 }
 
 /// Where the tools come from: tool objects (converted from the Python
@@ -181,28 +183,17 @@ pub fn load_config(config: Option<PathBuf>) -> toolrag::Result<Config> {
     }
 }
 
-/// The model choice of a build or open: `None` when lexical only.
-fn model_choice(
+/// The model folder of a build: `None` when lexical only; otherwise the
+/// library's model choice ([`ModelRequest`]), and no model found is an error.
+fn build_model(
     lexical_only: bool,
-    model: Option<&str>,
+    model: Option<String>,
     config: &Config,
-) -> Option<toolrag::embed::ModelConfig> {
-    (!lexical_only).then(|| model::choice(model, &config.model))
-}
-
-/// A progress bar on stderr for the embedding of a build, when asked for.
-fn progress_bar(show: bool) -> Option<indicatif::ProgressBar> {
-    if !show {
-        return None;
+) -> toolrag::Result<Option<ModelDir>> {
+    if lexical_only {
+        return Ok(None);
     }
-    let pb = indicatif::ProgressBar::new(0);
-    pb.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} embedding {bar:40} {pos}/{len} texts ({per_sec}, eta {eta})",
-        )
-        .expect("a valid template"),
-    );
-    Some(pb)
+    ModelRequest::new(model, None, config).select().map(Some)
 }
 
 /// Builds `registry` into `setup.path` and opens the result.
@@ -212,28 +203,14 @@ fn build_and_open(
     progress: bool,
     cancel: Arc<AtomicBool>,
 ) -> toolrag::Result<(Arc<Searcher>, BuildReport)> {
-    let embedder = match &setup.model {
-        Some(choice) => Some(model::embedder(&model::locate(choice)?)?),
-        None => None,
-    };
-    let mut opts = BuildOptions::new(setup.path.clone());
-    opts.boosts = setup.config.index.boosts.unwrap_or_default();
+    let embedder = setup.model.as_ref().map(model::embedder).transpose()?;
+    let mut opts = app::build_options(setup.path.clone(), &setup.config);
     opts.cancel = Some(cancel);
-    let pb = progress_bar(progress);
-    let on_progress = |p: BuildProgress| {
-        if let Some(pb) = &pb {
-            match p {
-                BuildProgress::EmbedStart { total } => pb.set_length(total as u64),
-                BuildProgress::Embedded { done } => pb.inc(done as u64),
-                BuildProgress::EmbedDone => pb.finish_and_clear(),
-                _ => {}
-            }
-        }
-    };
     let build_model = embedder
         .as_deref()
         .map(|e| BuildModel::Loaded(e as &dyn Embedder));
-    let report = toolrag::index::build(registry, build_model, &opts, &on_progress)?;
+    let progress = toolrag_cli::progress::TerminalProgress::new(progress);
+    let report = app::build(registry, build_model, &opts, &progress)?;
     let searcher = open_searcher(&setup.path, embedder, &setup.config)?;
     Ok((searcher, report))
 }
@@ -244,7 +221,7 @@ fn open_searcher(
     config: &Config,
 ) -> toolrag::Result<Arc<Searcher>> {
     let embedder = embedder.map(|e| e as Arc<dyn Embedder>);
-    Ok(Arc::new(Searcher::open(path, embedder, config.search)?))
+    Ok(Arc::new(app::open(path, embedder, config)?))
 }
 
 #[pymethods]
@@ -282,7 +259,7 @@ impl Index {
                     (t.path().to_path_buf(), Some(t))
                 }
             };
-            let model = model_choice(lexical_only, model.as_deref(), &config);
+            let model = build_model(lexical_only, model, &config)?;
             let setup = Setup {
                 path,
                 _temp: temp,
@@ -314,13 +291,9 @@ impl Index {
     ) -> PyResult<Index> {
         py.detach(|| {
             let config = load_config(config)?;
-            let gen = toolrag::index::current_generation(&path)?;
-            let lexical_only = toolrag::index::Manifest::read_unverified(&gen)?.lexical_only;
-            let model = model_choice(lexical_only, model.as_deref(), &config);
-            let embedder = match &model {
-                Some(choice) => Some(model::embedder(&model::locate(choice)?)?),
-                None => None,
-            };
+            // The model the index was built with (none for a lexical-only one).
+            let model = ModelRequest::new(model, None, &config).for_index(&path)?;
+            let embedder = model.as_ref().map(model::embedder).transpose()?;
             let searcher = open_searcher(&path, embedder, &config)?;
             Ok(Index {
                 state: RwLock::new(State { searcher }),

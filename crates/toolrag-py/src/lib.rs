@@ -32,7 +32,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// and returns its exit status. The GIL is released while it runs.
 #[pyfunction]
 fn run_cli(py: Python<'_>, argv: Vec<String>) -> u8 {
-    py.detach(|| toolrag::run_cli(argv))
+    py.detach(|| toolrag_cli::run_cli(argv))
 }
 
 /// The version of the extension (the workspace version).

@@ -86,7 +86,7 @@ fn searches_decisions_build_and_process_are_counted_and_promtool_is_clean() {
         build.starts_with(&format!(
             r#"toolrag_build_info{{version="{}",commit="{}",model=""#,
             env!("CARGO_PKG_VERSION"),
-            toolrag::http::COMMIT,
+            toolrag_http::COMMIT,
         )) && build.ends_with(" 1")
             && !build.contains(r#"model="none""#),
         "{build}"

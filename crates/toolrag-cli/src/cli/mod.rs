@@ -1,6 +1,7 @@
 //! Command-line parsing (clap derive) and dispatch to one module per subcommand.
 
 mod completions;
+mod config;
 mod eval;
 mod gate;
 mod index;
@@ -263,21 +264,14 @@ impl ModelArgs {
     /// not an error: the build falls back to lexical-only and says how to get
     /// one.
     pub fn model_for_build(&self) -> anyhow::Result<Option<toolrag::index::BuildModel<'static>>> {
-        use toolrag::embed::{Embedder, FastEmbedder};
         let need = model::Need::Optional("building a lexical-only index");
-        let Some(dir) = self.locate(need)? else {
-            return Ok(None);
-        };
-        let opts = model::embed_options(model::one_session_per_core());
-        Ok(Some(toolrag::index::BuildModel::Deferred(Box::new(
-            move || FastEmbedder::load(&dir, &opts).map(|e| Box::new(e) as Box<dyn Embedder>),
-        ))))
+        Ok(self.locate(need)?.map(toolrag::app::deferred_model))
     }
 }
 
-/// `toolrag.toml`, read and checked by the library's one loader
-/// ([`toolrag::config::Config::load`]): every command loads it this way.
-pub use toolrag::config::Config;
+/// `toolrag.toml`, read and checked by the library's one loader, with the
+/// gateway's table: every command loads it this way.
+pub use config::Config;
 
 /// `n` and the noun, singular for one: "1 tool", "2 tools".
 pub fn plural(n: usize, one: &str, many: &str) -> String {

@@ -19,7 +19,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use toolrag::embed::{EmbedOptions, Embedder, FastEmbedder, IndexModel, ModelConfig, ModelDir};
+use toolrag::app::{self, ModelRequest};
+use toolrag::embed::{Embedder, FastEmbedder, ModelDir};
 use toolrag::search::Mode;
 
 use super::ModelArgs;
@@ -34,21 +35,7 @@ pub enum Need {
     Optional(&'static str),
 }
 
-/// The one way the binary sets up the model: `sessions` single-threaded
-/// sessions, fed in parallel. One single-threaded session per core is faster
-/// than one session with several threads (BENCHMARKS.md).
-pub fn embed_options(sessions: usize) -> EmbedOptions {
-    EmbedOptions {
-        threads: 1,
-        sessions: sessions.max(1),
-        ..EmbedOptions::default()
-    }
-}
-
-/// One session per core, for work that embeds many texts (a build, lint).
-pub fn one_session_per_core() -> usize {
-    std::thread::available_parallelism().map_or(2, |n| n.get())
-}
+pub use toolrag::app::{embed_options, one_session_per_core};
 
 /// The note printed when an optional model is missing.
 pub fn no_model_note(fallback: &str) -> String {
@@ -62,43 +49,24 @@ impl ModelArgs {
         self.config = config.model.clone();
     }
 
-    /// The model choice: `--model` over the `[model]` table. A `--model`
-    /// that names a shipped model is that model; one that names an existing
-    /// folder is that folder; anything else is taken as a name (and refused
-    /// with the choices when it is none).
-    pub fn choice(&self) -> ModelConfig {
-        let mut c = self.config.clone();
-        if let Some(m) = &self.model {
-            if toolrag::embed::builtin_model(m).is_none() && Path::new(m).is_dir() {
-                c.dir = Some(m.into());
-                c.name = None;
-            } else {
-                c.name = Some(m.clone());
-                c.dir = None;
-            }
+    /// The model asked for, for the library's one model choice
+    /// ([`ModelRequest`]): `--model` and `--model-dir` over the `[model]` table.
+    pub fn request(&self) -> ModelRequest {
+        ModelRequest {
+            model: self.model.clone(),
+            model_dir: self.model_dir.clone(),
+            table: self.config.clone(),
         }
-        c
     }
 
     /// The model folder, by the policy above: `None` when the model is not
     /// needed, or optional and not found (after saying so).
     pub fn locate(&self, need: Need) -> anyhow::Result<Option<ModelDir>> {
-        let choice = self.choice();
-        let fallback = match need {
-            Need::IfPresent => None,
-            Need::Optional(fallback) => Some(fallback),
-        };
-        match ModelDir::select(self.model_dir.as_deref(), &choice) {
-            Ok(dir) => Ok(Some(dir)),
-            Err(e @ toolrag::Error::ModelNotFound { .. }) => {
-                tracing::debug!("{e}");
-                if let Some(fallback) = fallback {
-                    eprintln!("{}", no_model_note(fallback));
-                }
-                Ok(None)
-            }
-            Err(e) => Err(e.into()),
+        let found = self.request().find()?;
+        if let (None, Need::Optional(fallback)) = (&found, need) {
+            eprintln!("{}", no_model_note(fallback));
         }
+        Ok(found)
     }
 
     /// The query embedder by the policy above, with `sessions` parallel
@@ -111,7 +79,7 @@ impl ModelArgs {
         let Some(dir) = self.locate(need)? else {
             return Ok(None);
         };
-        Ok(Some(FastEmbedder::load(&dir, &embed_options(sessions))?))
+        Ok(Some(app::load_embedder(&dir, sessions)?))
     }
 
     /// The query embedder for searching the index in `index` in `mode`. A
@@ -133,28 +101,20 @@ impl ModelArgs {
             );
             return Ok(None);
         };
-        let embedder = FastEmbedder::load(&dir, &embed_options(sessions))?;
+        let embedder = app::load_embedder(&dir, sessions)?;
         Ok(Some(Arc::new(embedder) as Arc<dyn Embedder>))
     }
 
     /// The model folder of the index in `index`: `None` for a lexical-only
     /// index; otherwise the model its manifest records, looked for where
-    /// [`ModelDir::for_index`] looks (a `--model` or `--model-dir` wins).
+    /// [`ModelRequest::for_model`] looks (a `--model` or `--model-dir` wins).
     /// Not finding it is an error that says where it looked and what to do:
     /// a dense index is never served as BM25 without being asked.
     pub fn for_index(&self, index: &Path) -> anyhow::Result<Option<ModelDir>> {
-        let gen = toolrag::index::current_generation(index)?;
-        // A look at the metadata: `Searcher::open` verifies every file next.
-        let manifest = toolrag::index::Manifest::read_unverified(&gen)?;
-        let Some(info) = manifest.model.as_ref().filter(|_| !manifest.lexical_only) else {
+        let Some(info) = app::recorded_model(index)? else {
             return Ok(None);
         };
-        let built_with = IndexModel {
-            id: &info.id,
-            fingerprint: &info.sha256,
-            dir: info.dir.as_deref(),
-        };
-        match ModelDir::for_index(self.model_dir.as_deref(), &self.choice(), &built_with) {
+        match self.request().for_model(&info) {
             Ok(dir) => Ok(Some(dir)),
             Err(e @ toolrag::Error::ModelNotFound { .. }) => {
                 Err(anyhow::Error::new(e).context(format!(
@@ -174,6 +134,7 @@ impl ModelArgs {
 #[cfg(test)]
 mod choice_tests {
     use super::*;
+    use toolrag::embed::ModelConfig;
 
     fn args(model: Option<&str>, config: ModelConfig) -> ModelArgs {
         ModelArgs {
@@ -185,22 +146,14 @@ mod choice_tests {
 
     #[test]
     fn the_flag_wins_over_the_table() {
+        // The choice itself is the library's (toolrag::app::ModelRequest).
         let table = ModelConfig {
-            dir: Some("/some/folder".into()),
             query_prefix: Some("query: ".into()),
             ..ModelConfig::default()
         };
-        let c = args(Some("minilm-tools"), table.clone()).choice();
+        let c = args(Some("minilm-tools"), table).request().choice();
         assert_eq!(c.name.as_deref(), Some("minilm-tools"));
-        assert_eq!(c.dir, None);
-        // Settings the flag does not name are kept.
         assert_eq!(c.query_prefix.as_deref(), Some("query: "));
-        // A folder that exists is a folder.
-        let tmp = std::env::temp_dir();
-        let c = args(Some(tmp.to_str().unwrap()), table.clone()).choice();
-        assert_eq!(c.dir.as_deref(), Some(tmp.as_path()));
-        // Without the flag, the table.
-        assert_eq!(args(None, table.clone()).choice(), table);
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The `toolrag` binary: the command line of the library ([`toolrag::run_cli`]),
+//! The `toolrag` binary: the command line of the library ([`toolrag_cli::run_cli`]),
 //! with mimalloc as the allocator.
 
 use std::process::ExitCode;
@@ -10,5 +10,5 @@ use std::process::ExitCode;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    ExitCode::from(toolrag::run_cli(std::env::args_os()))
+    ExitCode::from(toolrag_cli::run_cli(std::env::args_os()))
 }

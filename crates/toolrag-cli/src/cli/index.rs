@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
-use toolrag::index::{BuildOptions, BuildProgress};
-use toolrag::mcp::upstream::{self, McpConfig};
 use toolrag::registry::ToolDef;
+use toolrag_mcp::upstream::{self, McpConfig};
+
+use crate::progress::TerminalProgress;
 
 use super::{ModelArgs, RegistryArgs};
 
@@ -73,21 +73,6 @@ pub struct IndexArgs {
     model: ModelArgs,
 }
 
-fn progress_bar() -> Option<ProgressBar> {
-    use std::io::IsTerminal;
-    if !std::io::stderr().is_terminal() || std::env::var_os("CI").is_some() {
-        return None;
-    }
-    let pb = ProgressBar::new(0);
-    pb.set_style(
-        ProgressStyle::with_template(
-            "{spinner} embedding {bar:40} {pos}/{len} texts ({per_sec}, eta {eta})",
-        )
-        .expect("a valid template"),
-    );
-    Some(pb)
-}
-
 pub(super) fn parse_seconds(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 && v <= 86_400.0 => Ok(v),
@@ -131,24 +116,9 @@ pub fn run(mut args: IndexArgs) -> anyhow::Result<ExitCode> {
     } else {
         args.model.model_for_build()?
     };
-    let mut opts = BuildOptions::new(args.out.clone());
+    let mut opts = toolrag::app::build_options(args.out.clone(), &config);
     opts.fail_point = Some(fail_point);
-    opts.boosts = config.index.boosts.unwrap_or_default();
-    let pb = progress_bar();
-    let on_progress = |p: BuildProgress| {
-        if let BuildProgress::MemoryFreed = p {
-            release_allocator_memory();
-        }
-        if let Some(pb) = &pb {
-            match p {
-                BuildProgress::EmbedStart { total } => pb.set_length(total as u64),
-                BuildProgress::Embedded { done } => pb.inc(done as u64),
-                BuildProgress::EmbedDone => pb.finish_and_clear(),
-                _ => {}
-            }
-        }
-    };
-    let report = toolrag::index::build(registry, embedder, &opts, &on_progress)?;
+    let report = toolrag::app::build(registry, embedder, &opts, &TerminalProgress::on_terminal())?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -212,17 +182,6 @@ fn live_tools(configs: &[McpConfig], timeout: Duration) -> anyhow::Result<(Vec<T
         }
     }
     Ok((tools, failed))
-}
-
-/// Returns mimalloc's freed pages to the operating system after a build has
-/// dropped a registry (`BuildProgress::MemoryFreed`). The binary and the
-/// Python extension both allocate with mimalloc; where mimalloc is not the
-/// allocator this frees nothing.
-fn release_allocator_memory() {
-    // SAFETY: mi_collect only frees mimalloc's own unused pages.
-    unsafe {
-        libmimalloc_sys::mi_collect(true);
-    }
 }
 
 /// Test hook: `TOOLRAG_FAIL_AT=<name>` aborts the process at the build's

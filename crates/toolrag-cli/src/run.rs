@@ -15,7 +15,7 @@ use std::process::ExitCode;
 /// called in a process, and flushes stdout before it returns.
 ///
 /// ```no_run
-/// let status = toolrag::run_cli(["toolrag", "query", "read the file /etc/hosts", "--index", "index"]);
+/// let status = toolrag_cli::run_cli(["toolrag", "query", "read the file /etc/hosts", "--index", "index"]);
 /// std::process::exit(i32::from(status));
 /// ```
 pub fn run_cli<I, T>(args: I) -> u8

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use toolrag::http::{AppState, ServeOptions};
 use toolrag::planner::{Planner, PlannerOptions};
 use toolrag::serve::{LiveIndex, RELOAD_POLL};
+use toolrag_http::{AppState, ServeOptions};
 
 use super::model::Need;
 use super::{Config, ModelArgs};
@@ -62,7 +62,7 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 10_000, value_name = "MS")]
     header_timeout_ms: u64,
     /// The most connections open at once; more are closed at once.
-    #[arg(long, default_value_t = toolrag::http::DEFAULT_MAX_CONNECTIONS, value_name = "N")]
+    #[arg(long, default_value_t = toolrag_http::DEFAULT_MAX_CONNECTIONS, value_name = "N")]
     max_connections: usize,
     /// The config file (default: ./toolrag.toml when present).
     #[arg(long, value_name = "FILE")]
@@ -100,7 +100,7 @@ struct PlannerArgs {
     max_retry: usize,
     /// How many plans run at once (on threads of their own: plans never hold
     /// up searches); others wait their turn.
-    #[arg(long, default_value_t = toolrag::http::DEFAULT_PLAN_CONCURRENCY, value_name = "N")]
+    #[arg(long, default_value_t = toolrag_http::DEFAULT_PLAN_CONCURRENCY, value_name = "N")]
     max_plans: usize,
 }
 
@@ -203,7 +203,7 @@ async fn serve(
     let stop = Arc::new(stop);
     let server = {
         let stopped = wait_for(stopping.clone());
-        tokio::spawn(toolrag::http::serve(listener, state.clone(), stopped))
+        tokio::spawn(toolrag_http::serve(listener, state.clone(), stopped))
     };
     tokio::spawn({
         let stop = stop.clone();
@@ -295,8 +295,7 @@ pub fn serving_embedder(
         model.locate(Need::Optional(fallback))?
     };
     let Some(dir) = dir else { return Ok(None) };
-    let sessions = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let e = toolrag::embed::FastEmbedder::load(&dir, &super::model::embed_options(sessions))?;
+    let e = toolrag::app::load_embedder(&dir, toolrag::app::one_session_per_core())?;
     e.warm_up()?;
     Ok(Some(Arc::new(e)))
 }

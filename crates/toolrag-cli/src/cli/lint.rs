@@ -122,7 +122,7 @@ impl From<Format> for OutputFormat {
 fn load_config(args: &mut LintArgs) -> anyhow::Result<LintConfig> {
     let full = super::Config::load(args.config.as_deref())?;
     args.model.configure(&full);
-    let mut config = full.lint;
+    let mut config = full.lint.clone();
     config.profile = match args.profile {
         ProfileArg::Author => lint::Profile::Author,
         ProfileArg::Consumer => lint::Profile::Consumer,

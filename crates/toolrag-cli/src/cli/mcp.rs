@@ -9,14 +9,14 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use rmcp::ServiceExt;
-use toolrag::auth::{Authenticator, OAuthConfig, OAuthVerifier, StaticTokens};
-use toolrag::gateway::{Gateway, GatewayOptions, GatewayServer};
-use toolrag::mcp::sessions::ForeignSessionHook;
-use toolrag::mcp::shared::SharedState;
-use toolrag::mcp::streamable_http::HttpOptions;
-use toolrag::mcp::upstream::McpConfig;
-use toolrag::mcp::McpServer;
 use toolrag::serve::RELOAD_POLL;
+use toolrag_auth::{Authenticator, OAuthConfig, OAuthVerifier, StaticTokens};
+use toolrag_gateway::{Gateway, GatewayOptions, GatewayServer};
+use toolrag_mcp::sessions::ForeignSessionHook;
+use toolrag_mcp::shared::SharedState;
+use toolrag_mcp::streamable_http::HttpOptions;
+use toolrag_mcp::upstream::McpConfig;
+use toolrag_mcp::McpServer;
 
 use super::{plural, Config, ModelArgs};
 
@@ -153,7 +153,7 @@ impl HttpArgs {
     fn options(
         &self,
         addr: std::net::SocketAddr,
-        gateway: &toolrag::config::GatewayConfig,
+        gateway: &toolrag_gateway::GatewayConfig,
     ) -> anyhow::Result<HttpOptions> {
         let tokens = match &self.auth_tokens {
             Some(path) => {
@@ -168,7 +168,7 @@ impl HttpArgs {
         let public_url = self
             .public_url
             .clone()
-            .unwrap_or_else(|| format!("http://{addr}{}", toolrag::mcp::streamable_http::ENDPOINT));
+            .unwrap_or_else(|| format!("http://{addr}{}", toolrag_mcp::streamable_http::ENDPOINT));
         let oauth = match &self.oauth_issuer {
             Some(issuer) => {
                 let mut c = OAuthConfig::new(issuer.clone(), public_url.clone());
@@ -203,7 +203,7 @@ impl HttpArgs {
 async fn serve_http<S, F>(
     addr: std::net::SocketAddr,
     http: &HttpArgs,
-    gateway: &toolrag::config::GatewayConfig,
+    gateway: &toolrag_gateway::GatewayConfig,
     audit: Option<ForeignSessionHook>,
     shared: SharedState,
     factory: F,
@@ -223,7 +223,7 @@ where
     opts.shared = shared;
     eprintln!(
         "toolrag: MCP over streamable HTTP on http://{bound}{} ({})",
-        toolrag::mcp::streamable_http::ENDPOINT,
+        toolrag_mcp::streamable_http::ENDPOINT,
         match (&opts.auth.tokens, &opts.auth.oauth) {
             (Some(_), Some(_)) => "static tokens and OAuth",
             (Some(_), None) => "static tokens",
@@ -235,7 +235,7 @@ where
         .auth
         .is_configured()
         .then(|| reloader(&opts.auth, opts.shared.clone()).spawn());
-    let served = toolrag::mcp::streamable_http::serve(
+    let served = toolrag_mcp::streamable_http::serve(
         listener,
         factory,
         opts,
@@ -260,8 +260,8 @@ const REVOKED_FOR: std::time::Duration = std::time::Duration::from_secs(60 * 60)
 /// keys on SIGHUP), so that a token taken out of the file is refused from
 /// the next request on; each removed token is logged, and revoked in the
 /// shared state, so that replicas whose file still has it refuse it too.
-fn reloader(auth: &Arc<Authenticator>, shared: SharedState) -> toolrag::auth::Reloader {
-    toolrag::auth::Reloader::new(auth.clone()).on_removed(move |removed| {
+fn reloader(auth: &Arc<Authenticator>, shared: SharedState) -> toolrag_auth::Reloader {
+    toolrag_auth::Reloader::new(auth.clone()).on_removed(move |removed| {
         for t in removed {
             tracing::warn!(
                 token = %t.name,
@@ -298,7 +298,7 @@ pub fn run(mut args: McpArgs) -> anyhow::Result<ExitCode> {
     if let Some(addr) = args.http.http {
         let result = rt.block_on(async move {
             let watcher = live.clone().watch(RELOAD_POLL);
-            let server = McpServer::new(live).with_pinned(config.pinned);
+            let server = McpServer::new(live).with_pinned(config.pinned.clone());
             let shared = config.gateway.shared_state()?;
             let served = serve_http(addr, &args.http, &config.gateway, None, shared, move || {
                 server.clone()
@@ -313,8 +313,8 @@ pub fn run(mut args: McpArgs) -> anyhow::Result<ExitCode> {
     let result = rt.block_on(async move {
         let watcher = live.clone().watch(RELOAD_POLL);
         let service = McpServer::new(live)
-            .with_pinned(config.pinned)
-            .serve(toolrag::mcp::jsonrpc::stdio())
+            .with_pinned(config.pinned.clone())
+            .serve(toolrag_mcp::jsonrpc::stdio())
             .await
             .context("the MCP handshake failed")?;
         let result = service.waiting().await;
@@ -455,7 +455,7 @@ fn gateway(args: McpArgs, config: Config, upstream: PathBuf) -> anyhow::Result<E
             return Ok(ExitCode::SUCCESS);
         }
         let service = GatewayServer::new(gw.clone())
-            .serve(toolrag::mcp::jsonrpc::stdio())
+            .serve(toolrag_mcp::jsonrpc::stdio())
             .await
             .context("the MCP handshake failed")?;
         let result = service.waiting().await;
