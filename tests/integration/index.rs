@@ -274,9 +274,7 @@ fn a_second_concurrent_build_is_refused() {
         .arg("--lexical-only")
         .assert()
         .code(2)
-        .stderr(predicate::str::contains(
-            "another `toolrag index` is building into",
-        ));
+        .stderr(predicate::str::contains("another build is writing into"));
 }
 
 #[test]

@@ -594,7 +594,9 @@ fn a_generation_without_impacts_is_refused_as_incompatible() {
     );
     let msg = err.to_string();
     assert!(
-        msg.contains("impacts.bin") && msg.contains("Rebuild it with `toolrag index`"),
+        msg.contains("impacts.bin")
+            && msg.contains("must be built again")
+            && !msg.contains("toolrag index"),
         "{msg}"
     );
 }

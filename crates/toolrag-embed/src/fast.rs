@@ -95,8 +95,7 @@ fn init_ort(dir: &ModelDir) -> Result<()> {
     let lib = dir.ort_library().ok_or_else(|| {
         corrupt(
             "no ONNX Runtime library: none in the model folder, its parent, $TOOLRAG_MODEL_DIR \
-             or ./models; run scripts/fetch-model, put libonnxruntime.so.* in the model folder, \
-             or set ORT_DYLIB_PATH"
+             or ./models; put libonnxruntime.so.* in the model folder, or set ORT_DYLIB_PATH"
                 .to_string(),
         )
     })?;

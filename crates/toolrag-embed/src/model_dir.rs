@@ -219,7 +219,11 @@ impl ModelDir {
         let mut searched = Vec::new();
         let env = std::env::var_os(MODEL_DIR_ENV).filter(|v| !v.is_empty());
         let mut candidates: Vec<(Option<PathBuf>, bool, &str)> = vec![
-            (explicit.map(Path::to_path_buf), true, "--model-dir"),
+            (
+                explicit.map(Path::to_path_buf),
+                true,
+                "the given models folder",
+            ),
             (env.map(PathBuf::from), true, MODEL_DIR_ENV),
             (Some(PathBuf::from("models")), false, "./models"),
         ];

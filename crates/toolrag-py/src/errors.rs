@@ -43,6 +43,22 @@ fn with_python_hints(err: Error) -> Error {
     }
 }
 
+/// What to do next, in Python's words (the library's errors say what is
+/// wrong; the command line gives its own hints).
+fn python_hint(err: &Error) -> Option<String> {
+    Some(match err {
+        Error::NoIndex { path } => format!(
+            "Build one with toolrag.Index.build(tools, \"{}\").",
+            path.display()
+        ),
+        Error::IncompatibleIndex { .. } | Error::Corrupt { .. } => {
+            "Build it again with toolrag.Index.build(tools, path).".into()
+        }
+        Error::BuildFailed { .. } => "Build again once this is fixed.".into(),
+        _ => return None,
+    })
+}
+
 fn build(py: Python<'_>, err: Error) -> PyResult<PyErr> {
     let err = &with_python_hints(err);
     let details = PyDict::new(py);
@@ -93,6 +109,10 @@ fn build(py: Python<'_>, err: Error) -> PyResult<PyErr> {
             "\n  The wheel carries the model `minilm-tools`: reinstall it (`pip install --force-reinstall toolrag`), \
              or name a folder holding model.onnx and its tokenizer files with model=\"/path/to/model\".",
         );
+    }
+    if let Some(hint) = python_hint(err) {
+        message.push_str("\n  ");
+        message.push_str(&hint);
     }
     let cls = py.import("toolrag._errors")?.getattr(class)?;
     let value = cls.call((message,), Some(&details))?;

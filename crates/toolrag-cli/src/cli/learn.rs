@@ -125,7 +125,8 @@ pub fn run(mut args: LearnArgs) -> anyhow::Result<ExitCode> {
         fresh.reset();
         fresh
     } else {
-        Learnt::read(&args.index)?
+        Learnt::read(&args.index)
+            .map_err(|e| anyhow::anyhow!("{e}\n  `toolrag learn --reset` starts it afresh."))?
     };
     for t in &args.forget {
         let id = t

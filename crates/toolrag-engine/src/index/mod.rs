@@ -71,7 +71,7 @@ pub fn read_tools(gen: &Path) -> Result<Vec<toolrag_core::registry::ToolDef>> {
 pub fn current_generation(dir: &Path) -> Result<PathBuf> {
     if dir.is_file() {
         return Err(Error::InvalidInput(format!(
-            "{} is a file: an index is a folder (the --out of `toolrag index`)",
+            "{} is a file: an index is a folder",
             dir.display()
         )));
     }

@@ -67,7 +67,7 @@ impl Learnt {
         };
         let learnt: Learnt = serde_json::from_slice(&bytes).map_err(|e| {
             Error::InvalidInput(format!(
-                "{}:{}:{}: {e}; `toolrag learn --reset` starts it afresh",
+                "{}:{}:{}: {e}",
                 path.display(),
                 e.line(),
                 e.column()

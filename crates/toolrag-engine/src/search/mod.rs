@@ -295,7 +295,8 @@ impl Searcher {
                 Err(Error::InvalidInput(if self.manifest.lexical_only {
                     "this index is lexical-only: rebuild it with the model for dense search".into()
                 } else {
-                    "dense search needs the embedding model (see --model-dir)".into()
+                    "dense search needs the embedding model, and the index was opened without it"
+                        .into()
                 }))
             }
             m => Ok(m),
