@@ -55,6 +55,11 @@ fn python_hint(err: &Error) -> Option<String> {
             "Build it again with toolrag.Index.build(tools, path).".into()
         }
         Error::BuildFailed { .. } => "Build again once this is fixed.".into(),
+        Error::ModelNotFound { .. } | Error::ModelCorrupt { .. } => {
+            "The wheel carries the model `minilm-tools`: reinstall it (`pip install --force-reinstall toolrag`), \
+             or name a folder holding model.onnx and its tokenizer files with model=\"/path/to/model\"."
+                .into()
+        }
         _ => return None,
     })
 }
@@ -101,15 +106,6 @@ fn build(py: Python<'_>, err: Error) -> PyResult<PyErr> {
         _ => "Error",
     };
     let mut message = err.to_string();
-    if matches!(
-        err,
-        Error::ModelNotFound { .. } | Error::ModelCorrupt { .. }
-    ) {
-        message.push_str(
-            "\n  The wheel carries the model `minilm-tools`: reinstall it (`pip install --force-reinstall toolrag`), \
-             or name a folder holding model.onnx and its tokenizer files with model=\"/path/to/model\".",
-        );
-    }
     if let Some(hint) = python_hint(err) {
         message.push_str("\n  ");
         message.push_str(&hint);
