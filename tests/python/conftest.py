@@ -21,6 +21,13 @@ REPO = Path(__file__).resolve().parents[2]
 TOOLS = REPO / "tools"
 GOLDEN = REPO / "tests" / "golden" / "tools-queries.jsonl"
 SCHEMA = REPO / "spec" / "khipu-plan.schema.json"
+# Two tools, as a line of Python that starts the scripts run in a fresh venv (no conftest there).
+TWO_TOOLS = (
+    'tools = [{"name": "get_weather", "description": "Current weather for a city.", '
+    '"parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}, '
+    '{"name": "send_email", "description": "Send an email to one recipient.", '
+    '"parameters": {"type": "object", "properties": {"to": {"type": "string"}}}}]\n'
+)
 
 
 def pytest_configure(config: pytest.Config) -> None:

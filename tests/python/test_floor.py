@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run, wheel
+from conftest import TWO_TOOLS, run, wheel
 
 
 def metadata() -> str:
@@ -60,17 +60,11 @@ def test_hybrid_search_on_the_oldest_python_and_onnxruntime(tmp_path: Path) -> N
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TOOLRAG", "ORT_", "PYTHON", "VIRTUAL_ENV"))}
     pip = [str(venv / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check"]
     subprocess.run([*pip, str(wheel()), f"onnxruntime=={ort}"], check=True, env=env, cwd=tmp_path)
-    script = textwrap.dedent(
+    script = TWO_TOOLS + textwrap.dedent(
         """
         import json, sys
         from importlib.metadata import version
         import toolrag
-        tools = [
-            {"name": "get_weather", "description": "Current weather for a city.",
-             "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}},
-            {"name": "send_email", "description": "Send an email to one recipient.",
-             "parameters": {"type": "object", "properties": {"to": {"type": "string"}}}},
-        ]
         index = toolrag.Index.build(tools)
         print(json.dumps({
             "python": "%d.%d" % sys.version_info[:2],

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, TOOLS, run, rust_binary, rust_env, wheel
+from conftest import REPO, TOOLS, TWO_TOOLS, run, rust_binary, rust_env, wheel
 
 
 @pytest.fixture(scope="module")
@@ -52,15 +52,9 @@ def test_a_fresh_venv_builds_searches_and_matches_the_binary(fresh_venv: Path, t
     work = tmp_path / "elsewhere"
     work.mkdir()
     assert not (work / "models").exists()
-    script = textwrap.dedent(
+    script = TWO_TOOLS + textwrap.dedent(
         """
         import json, sys, toolrag
-        tools = [
-            {"name": "get_weather", "description": "Current weather for a city.",
-             "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}},
-            {"name": "send_email", "description": "Send an email to one recipient.",
-             "parameters": {"type": "object", "properties": {"to": {"type": "string"}}}},
-        ]
         index = toolrag.Index.build(tools)
         assert not index.lexical_only
         found = index.search("will it rain in Lima tomorrow?", k=1)[0].id
