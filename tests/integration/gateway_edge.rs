@@ -8,8 +8,9 @@ use crate::gw_harness::Gw;
 const ALICE: &str = "alice-token-0123456789abcdef";
 const BOB: &str = "bob-token-0123456789abcdef";
 
-/// Two `Authorization` headers (valid or not, in either order) or two
-/// `Host` headers get 400 and reach nothing; an absolute-form target with a
+/// Two `Authorization` headers (valid or not, in either order), two `Host`
+/// headers, two `Mcp-Session-Id` or two `MCP-Protocol-Version` headers get
+/// 400 and reach nothing; an absolute-form target with a
 /// host outside the allowed ones gets 403, as the same host in `Host` does;
 /// one naming the gateway's own address is served.
 #[test]
@@ -31,6 +32,14 @@ fn repeated_headers_and_foreign_absolute_targets_are_refused() {
         ),
         ("a second Host", "Host: evil.example\r\n".to_string()),
         ("the same Host twice", format!("Host: {}\r\n", gw.addr)),
+        (
+            "two Mcp-Session-Id",
+            "Mcp-Session-Id: a\r\nMcp-Session-Id: b\r\n".to_string(),
+        ),
+        (
+            "two MCP-Protocol-Version",
+            "MCP-Protocol-Version: 2025-11-25\r\nMCP-Protocol-Version: 2026-07-28\r\n".to_string(),
+        ),
     ] {
         let a = gw.raw(&format!("{base}{extra}"), &body);
         assert_eq!(a.status, 400, "{what}: {a:?}");

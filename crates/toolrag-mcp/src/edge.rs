@@ -1,9 +1,10 @@
 //! The gateway's first look at a request, before authentication: its head
 //! must say one thing to every layer that reads it.
 //!
-//! - A request with two `Authorization` headers or two `Host` headers gets
-//!   `400` ([`toolrag_serve::repeated_header`]): otherwise one layer could read the first
-//!   and another the last.
+//! - A request with two `Authorization`, `Host`, `Mcp-Session-Id` or
+//!   `MCP-Protocol-Version` headers gets `400` ([`toolrag_serve::repeated_header`]):
+//!   otherwise one layer could read the first and another the last (the
+//!   session check one session, the transport another).
 //! - A request whose target is in absolute form (`POST http://host/mcp
 //!   HTTP/1.1`) names its host in the URL, and HTTP/1.1 says that host, not
 //!   the `Host` header, is the one meant (RFC 9112 section 3.2.2). It must be
@@ -13,7 +14,7 @@
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderName, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::{Json, Router};
@@ -76,9 +77,17 @@ pub fn guard(app: Router, hosts: &[String]) -> Router {
     ))
 }
 
+/// The headers a request must not carry twice: the serving core's, and the
+/// two that name an MCP session and its protocol version.
+const SINGLE: [HeaderName; 4] = [
+    header::AUTHORIZATION,
+    header::HOST,
+    HeaderName::from_static("mcp-session-id"),
+    HeaderName::from_static("mcp-protocol-version"),
+];
+
 async fn check(State(hosts): State<Hosts>, req: Request, next: Next) -> Response {
-    let single = toolrag_serve::SINGLE_HEADERS;
-    if let Some(name) = toolrag_serve::repeated_header(req.headers(), &single) {
+    if let Some(name) = toolrag_serve::repeated_header(req.headers(), &SINGLE) {
         tracing::info!("refused a request with more than one {name} header");
         let message = toolrag_serve::repeated_message(name);
         return refuse(StatusCode::BAD_REQUEST, "invalid_request", message);
@@ -113,6 +122,13 @@ fn refuse(status: StatusCode, error: &str, message: String) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_mcp_edge_checks_every_header_the_serving_core_checks() {
+        assert!(toolrag_serve::SINGLE_HEADERS
+            .iter()
+            .all(|h| SINGLE.contains(h)));
+    }
 
     #[test]
     fn hosts_match_as_host_headers_do() {
