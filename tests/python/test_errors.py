@@ -25,6 +25,7 @@ def test_the_hierarchy() -> None:
         toolrag.IncompatibleFramework,
         toolrag.PlanAborted,
         toolrag.PlannerUnavailable,
+        toolrag.NoCandidates,
     ):
         assert issubclass(cls, toolrag.Error)
         assert cls.__name__ in toolrag.__all__

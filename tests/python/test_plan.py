@@ -106,6 +106,16 @@ def test_a_citation_not_offered_is_repaired(
     assert len(model.requests()) == 2
 
 
+def test_no_candidates_raises_before_the_model_is_asked(
+    tools_index: toolrag.Index, scripted: Callable[[list[dict[str, Any]]], Scripted]
+) -> None:
+    model = scripted([{"content": "never read"}])
+    with pytest.raises(toolrag.NoCandidates, match="nothing to plan over") as e:
+        tools_index.plan(REQUEST, planner=model.url, namespace="no-such-namespace")
+    assert isinstance(e.value, toolrag.Error) and isinstance(e.value, LookupError)
+    assert model.requests() == [], "the plan model is not asked without candidates"
+
+
 def test_a_bad_planner_url_raises_planner_unavailable_quickly(
     tools_index: toolrag.Index, scripted: Callable[[list[dict[str, Any]]], Scripted]
 ) -> None:

@@ -81,10 +81,26 @@ pub fn run(py: Python<'_>, searcher: &Searcher, req: &SearchRequest, ask: Ask) -
         .detach(|| -> toolrag::Result<_> {
             let result = searcher.search(req)?;
             let offered = khipu::candidate_set(&result, |id| searcher.tool(id)).candidates;
+            if offered.is_empty() {
+                // A plan must cite an offered tool: asking would only spend the budget.
+                return Ok(None);
+            }
             let planner = Planner::new(opts);
-            Ok(planner.plan(&req.query, &offered, Some(searcher as &dyn ToolResolver)))
+            Ok(Some(planner.plan(
+                &req.query,
+                &offered,
+                Some(searcher as &dyn ToolResolver),
+            )))
         })
         .map_err(to_py)?;
+    let Some(outcome) = outcome else {
+        return Err(message_error(
+            "NoCandidates",
+            "the retrieval offers no tool for this request (the namespace filter leaves none, or \
+             nothing matches it), so there is nothing to plan over; the plan model was not asked"
+                .to_string(),
+        ));
+    };
     match outcome {
         Ok(planned) => Ok(json!({
             "plan": planned.plan,

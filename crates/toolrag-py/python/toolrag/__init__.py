@@ -40,6 +40,7 @@ from ._errors import (
     InvalidRegistry,
     MissingExtra,
     ModelMissing,
+    NoCandidates,
     PlanAborted,
     PlannerUnavailable,
 )
@@ -65,6 +66,7 @@ __all__ = [
     "MissingExtra",
     "Mode",
     "ModelMissing",
+    "NoCandidates",
     "Plan",
     "PlanAborted",
     "PlannerUnavailable",

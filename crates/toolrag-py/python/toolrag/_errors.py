@@ -113,6 +113,12 @@ class PlanAborted(Error):
             self.verdict = self.verdicts[-1] if self.verdicts else {}
 
 
+class NoCandidates(Error, LookupError):
+    """:meth:`toolrag.Index.plan` found no tool to offer the plan model: the
+    filters (``namespace``) leave none, or nothing matches the request. The
+    model is not asked, since a plan must cite at least one offered tool."""
+
+
 class PlannerUnavailable(Error, ConnectionError):
     """The plan model could not be asked: it cannot be reached, it timed out,
     it answered an HTTP error, or it answered something that is no chat

@@ -271,7 +271,9 @@ class Index:
         (with every attempt's verdict) when no proposal passed,
         :class:`toolrag.PlannerUnavailable` when the plan model cannot be
         reached, times out or answers an HTTP error (at once, with no retry
-        spent), and :class:`toolrag.InvalidInput` for a bad option. The GIL is
+        spent), :class:`toolrag.NoCandidates` when the retrieval offers no
+        tool (the model is not asked), and :class:`toolrag.InvalidInput` for a
+        bad option. The GIL is
         released while it runs: threads can plan at once on one index.
         """
         _plan.check(planner, max_retry, timeout)
