@@ -31,8 +31,6 @@ Research only until it ships: nothing here is run by `make test`.
 from __future__ import annotations
 
 import argparse
-import importlib.machinery
-import importlib.util
 import json
 import random
 import shutil
@@ -57,11 +55,11 @@ def log(msg: str) -> None:
 
 
 def lodo_module():
-    loader = importlib.machinery.SourceFileLoader("lodo", str(ROOT / "research" / "eval" / "lodo"))
-    spec = importlib.util.spec_from_loader("lodo", loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
+    """research/eval/lodo as a module (name_phrases.load_lodo)."""
+    sys.path.insert(0, str(ROOT / "research" / "eval"))
+    from name_phrases import load_lodo
+
+    return load_lodo()
 
 
 # ------------------------------------------------------------------------------ weights

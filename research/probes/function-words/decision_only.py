@@ -16,24 +16,12 @@ ones by construction. Research only.
 from __future__ import annotations
 
 import argparse
-import importlib.machinery
-import importlib.util
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
-loader = importlib.machinery.SourceFileLoader("lodo", str(ROOT / "research" / "eval" / "lodo"))
-spec = importlib.util.spec_from_loader("lodo", loader)
-lodo = importlib.util.module_from_spec(spec)
-loader.exec_module(lodo)
-
-
-def load(work: Path) -> dict:
-    out = {}
-    for name, (_, queries) in lodo.sets().items():
-        lists = work / "lists" / f"{name}.jsonl"
-        if lists.exists():
-            out[name] = lodo.LabelledSet(name, queries, lists, work / "lists" / f"{name}.background.jsonl")
-    return out
+sys.path.insert(0, str(ROOT / "research" / "eval"))
+from rank1_terms import labelled as load, lodo  # noqa: E402  (every set in a lodo folder)
 
 
 def decide_on(kept: "lodo.LabelledSet", dropped: "lodo.LabelledSet") -> None:
