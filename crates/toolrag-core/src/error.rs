@@ -147,7 +147,7 @@ pub enum Error {
     #[error("{0}")]
     Config(ConfigError),
 
-    /// The caller asked the build to stop ([`BuildOptions::cancel`] in the
+    /// The caller asked the build to stop (`BuildOptions::cancel` in the
     /// engine): nothing was published and the staged generation is removed.
     #[error(
         "the index build was cancelled: nothing was published, and the live generation in {} \

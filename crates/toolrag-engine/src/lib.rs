@@ -9,7 +9,7 @@
 //!    the decision) over an opened generation ([`Searcher`]);
 //! 3. [`learn`]: learning from use (the usage log, the learnt requests of
 //!    `learnt.json`), which reads nothing of the index;
-//! 4. [`build`]: the write path, which writes a generation (with each
+//! 4. [`build`](mod@build): the write path, which writes a generation (with each
 //!    tool's learnt requests) and measures its calibration with the search's
 //!    retrievers;
 //! 5. [`eval`] (recall, MRR and the abstain curves of labelled requests) and

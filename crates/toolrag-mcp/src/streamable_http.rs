@@ -18,8 +18,8 @@
 //!   on a session another principal opened gets rmcp's answer to an unknown
 //!   session, and is logged; sessions are capped per principal (`429`) and
 //!   in total (`503`), and idle ones end ([`HttpOptions::sessions`]);
-//! - **one reading of the head** ([`crate::edge`]): two `Authorization`
-//!   or `Host` headers get `400`, and an absolute-form target's host must be
+//! - **one reading of the head** (`edge.rs`): two `Authorization`, `Host`,
+//!   `Mcp-Session-Id` or `MCP-Protocol-Version` headers get `400`, and an absolute-form target's host must be
 //!   an allowed host, as `Host` must;
 //! - **connections** served as `toolrag serve` serves them, by the serving
 //!   core's loop (a deadline for headers, a cap on open connections:

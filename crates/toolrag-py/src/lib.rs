@@ -1,12 +1,13 @@
 //! `toolrag._native`: the Python extension under the `toolrag` package.
 //!
 //! The Python package (`python/toolrag`) is the API users see; this module is
-//! what it calls: the index ([`index::Index`], [`hit::Hit`]), the lint and
-//! the gate ([`checks`]), the plan model in the loop ([`plan`]), and the whole command line ([`run_cli`]), so the
-//! wheel's `toolrag` console script is the Rust program itself.
+//! what it calls: the index (`index::Index`, `hit::Hit`), the lint and the
+//! gate (`checks`), the plan model in the loop (`plan`), and the whole
+//! command line (`toolrag_cli::run_cli`), so the wheel's `toolrag` console
+//! script is the Rust program itself.
 //!
 //! Tools going in, candidate sets, lint findings and build reports cross the
-//! boundary as Python objects (dicts and lists, [`convert`]), not JSON text;
+//! boundary as Python objects (dicts and lists, `convert`), not JSON text;
 //! whole definitions coming out (`Index.get`, iteration, `Hit.tool`) and the
 //! gate's plans and verdicts still go as JSON text, which measured as fast or
 //! faster for them. Every call

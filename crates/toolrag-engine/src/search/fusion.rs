@@ -148,7 +148,7 @@ pub const FIRST_AMONG: usize = 5;
 /// dense list is far below the noise, which shrinks a clear dense margin at
 /// the top to a few hundredths, and a lexical match on one name word then
 /// outweighs it. The first place is chosen among the mix's top
-/// [`FIRST_AMONG`]; the rest keep their order and every tool keeps its
+/// `FIRST_AMONG`; the rest keep their order and every tool keeps its
 /// fused score, so the first may score below the second. Leave-one-dataset-out
 /// (`research/eval/rank1_first.py`, BENCHMARKS.md "Rank 1"): hybrid R@1
 /// above both its halves on every held-out set, R@5 unchanged.

@@ -228,7 +228,7 @@ fn result(d: &Diagnostic, rule_index: Option<usize>, root: Option<&Path>) -> sar
 }
 
 /// The SARIF log for `diagnostics`, with every rule described in the driver
-/// and file URIs relative to the working directory ([`SRCROOT`]).
+/// and file URIs relative to the working directory (the `SRCROOT` base).
 pub fn to_sarif(diagnostics: &[Diagnostic]) -> sarif::Sarif {
     let root = std::env::current_dir().ok();
     to_sarif_relative_to(diagnostics, root.as_deref())

@@ -2,10 +2,10 @@
 //! in `vectors.bin` with a map from each point to its tool, and, for an index
 //! too large to scan, in an HNSW graph (hnsw_rs `file_dump`).
 //!
-//! - [`vectors`]: the `vectors.bin` codec, streamed both ways;
-//! - [`exact`]: the 8-bit exact scan and the full-precision rescoring;
-//! - [`bits`]: the one-bit code scan, with its SIMD variants;
-//! - [`graph`]: the hnsw_rs graph: build, load, walk.
+//! - `vectors`: the `vectors.bin` codec, streamed both ways;
+//! - `exact`: the 8-bit exact scan and the full-precision rescoring;
+//! - `bits`: the one-bit code scan, with its SIMD variants;
+//! - `graph`: the hnsw_rs graph: build, load, walk.
 //!
 //! [`DenseIndex`] opens a generation's dense side and picks one of the three
 //! searches by size: the graph when the generation has one, otherwise the
