@@ -19,8 +19,8 @@
 //!   session, and is logged; sessions are capped per principal (`429`) and
 //!   in total (`503`), and idle ones end ([`HttpOptions::sessions`]);
 //! - **one reading of the head** (`edge.rs`): two `Authorization`, `Host`,
-//!   `Mcp-Session-Id` or `MCP-Protocol-Version` headers get `400`, and an absolute-form target's host must be
-//!   an allowed host, as `Host` must;
+//!   `Mcp-Session-Id` or `MCP-Protocol-Version` headers get `400`, and an
+//!   absolute-form target's host must be an allowed host, as `Host` must;
 //! - **connections** served as `toolrag serve` serves them, by the serving
 //!   core's loop (a deadline for headers, a cap on open connections:
 //!   [`toolrag_serve::serve_router`]);

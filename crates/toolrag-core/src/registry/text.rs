@@ -57,8 +57,8 @@ pub(crate) fn identifier_parts(s: &str, mut part: impl FnMut(usize, usize)) {
 }
 
 /// The parts the BM25 analyser indexes, as byte ranges `from..to`, in order:
-/// the identifier parts of `s` (`identifier_parts`), with every run of CJK characters cut into
-/// overlapping character bigrams (`查询天气` → `查询`, `询天`, `天气`); a
+/// the identifier parts of `s` (`identifier_parts`), with every run of CJK
+/// characters cut into overlapping character bigrams (`查询天气` → `查询`, `询天`, `天气`); a
 /// lone CJK character is one part. Chinese and Japanese put no spaces between
 /// words, so a run is a whole phrase or sentence, and as one term it would
 /// match only the identical run.

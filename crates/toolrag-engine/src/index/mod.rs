@@ -33,9 +33,10 @@
 //! generation ([`Manifest::read`]) verifies every file first: a missing,
 //! resized or changed one is [`Error::Corrupt`] naming it.
 //!
-//! The write path is [`crate::build`](mod@crate::build). Modules: `manifest`, `codec` (the header of
-//! toolrag's own binary files), `lexical` and `impact` (BM25), `dense` (the
-//! vectors and their searches), `topk` (the best-k selection they share).
+//! The write path is [`crate::build`](mod@crate::build). Modules:
+//! `manifest`, `codec` (the header of toolrag's own binary files), `lexical`
+//! and `impact` (BM25), `dense` (the vectors and their searches), `topk` (the
+//! best-k selection they share).
 
 pub(crate) mod codec;
 mod config;

@@ -273,8 +273,8 @@ class Index:
         reached, times out or answers an HTTP error (at once, with no retry
         spent), :class:`toolrag.NoCandidates` when the retrieval offers no
         tool (the model is not asked), and :class:`toolrag.InvalidInput` for a
-        bad option. The GIL is
-        released while it runs: threads can plan at once on one index.
+        bad option. The GIL is released while it runs: threads can plan at
+        once on one index.
         """
         _plan.check(planner, max_retry, timeout)
         text = self._ix.plan(
