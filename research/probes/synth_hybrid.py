@@ -63,9 +63,11 @@ C = np.stack([unit(np.mean([embed(e) for e in syn[i]], axis=0))
               if syn.get(i) else D[k] for k, i in enumerate(s.tools)])
 print(f"{name}: {sum(1 for i in s.tools if syn.get(i))} of {len(s.tools)} tools have written requests",
       file=sys.stderr)
-bg_text = {str(json.loads(l)["id"]): json.loads(l)["query"]
-           for l in (lists / "background.jsonl").read_text().splitlines() if l.strip()}
-q_text = {str(q["id"]): q["query"] for q in s.queries}
+# Every request is embedded once; each variant below only rescores the vectors.
+bg_text = {str(r["id"]): r["query"]
+           for r in map(json.loads, (lists / "background.jsonl").read_text().splitlines()) if r}
+bg_vec = {k: embed(bg_text[k]) for k in s.cal.bg}
+q_vec = {str(q["id"]): embed(q["query"]) for q in s.answerable}
 
 
 def dense(v, variant):
@@ -80,13 +82,13 @@ for variant, calibrated_on in (("text", "text"), ("centroid", "centroid"), ("cen
     bg = {}
     for k, r in s.cal.bg.items():
         r2 = dict(r)
-        r2["dense"] = dense(embed(bg_text[k]), calibrated_on)
+        r2["dense"] = dense(bg_vec[k], calibrated_on)
         bg[k] = r2
     cal = lodo.Calibration(bg)
     tot = {"dense@1": 0.0, "dense@5": 0.0, "hybrid@1": 0.0, "hybrid@5": 0.0}
     for q in s.answerable:
         r = dict(s.rows[str(q["id"])])
-        r["dense"] = dense(embed(q_text[str(q["id"])]), variant)
+        r["dense"] = dense(q_vec[str(q["id"])], variant)
         for key, ranked in (("dense", r["dense"]), ("hybrid", lodo.calibrated(cal, r, 0.7, 0.25))):
             m = score.score_query(q["groups"], [s.tools[o] for o, _ in ranked[:10]])
             tot[f"{key}@1"] += m["recall@1"]

@@ -148,9 +148,9 @@ class Sets:
         return self.lodo.LabelledSet(name, self.paths[name][1], self.lists / "lists" / f"{name}.jsonl",
                                      self.lists / "lists" / f"{name}.background.jsonl")
 
-    def groups(self, name: str, n: int, answerable_only: bool = True) -> list[dict]:
+    def groups(self, name: str, n: int) -> list[dict]:
         """One group per answerable request: the request, the first n fused tools (text, cosine),
-        which of them are right, and where any right tool stands."""
+        which of them are right, and the fused tools after them, to the tenth ("rest")."""
         s = self.labelled(name)
         texts = self.texts(name)
         out = []
@@ -194,9 +194,18 @@ def make_reader(layers: int, n: int):
     return reader, prior
 
 
-def encode(tok, query: str, texts: list[str], max_tokens: int):
+def pair_tokenizer(folder: Path, max_tokens: int):
+    """The tokenizer of `folder` for (request, tool text) pairs: both cut, longest first, to
+    `max_tokens` in all (as fastembed's TextRerank cuts them), a batch padded to its longest."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
     tok.enable_truncation(max_length=max_tokens, strategy="longest_first")
     tok.enable_padding()
+    return tok
+
+
+def encode(tok, query: str, texts: list[str]):
     enc = tok.encode_batch([(query, t) for t in texts])
     ids = np.array([e.ids for e in enc], dtype=np.int64)
     mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
@@ -222,11 +231,10 @@ def collect(sets: Sets, specs: list[str], n: int, rng: random.Random) -> list[di
 def fit(groups: list[dict], a):
     """The reader and its prior, trained on `groups` (see the module's text)."""
     import torch
-    from tokenizers import Tokenizer
 
     torch.manual_seed(a.seed)
     torch.set_num_threads(a.threads)
-    tok = Tokenizer.from_file(str(BI / "tokenizer.json"))
+    tok = pair_tokenizer(BI, a.max_tokens)
     reader, prior = make_reader(a.layers, a.n)
     reader.train()
     opt = torch.optim.AdamW([
@@ -245,7 +253,7 @@ def fit(groups: list[dict], a):
             batch = groups[b: b + a.batch]
             ids, mask, tt = [], [], []
             for g in batch:
-                i, m, t = encode(tok, g["query"], g["texts"], a.max_tokens)
+                i, m, t = encode(tok, g["query"], g["texts"])
                 ids.append(i), mask.append(m), tt.append(t)
             width = max(x.shape[1] for x in ids)
             pad = lambda xs: np.concatenate([np.pad(x, ((0, 0), (0, width - x.shape[1]))) for x in xs])  # noqa: E731
@@ -329,18 +337,17 @@ class Scorer:
 
     def __init__(self, folder: Path, threads: int):
         import onnxruntime as ort
-        from tokenizers import Tokenizer
 
         self.meta = json.loads((folder / "reader.json").read_text())
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
         self.sess = ort.InferenceSession(str(folder / "model.onnx"), opts, providers=["CPUExecutionProvider"])
-        self.tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self.tok = pair_tokenizer(folder, self.meta["max_tokens"])
 
     def order(self, g: dict) -> tuple[list[int], float]:
         """The group's tools in the reader's order, and the seconds the model took."""
-        ids, mask, tt = encode(self.tok, g["query"], g["texts"], self.meta["max_tokens"])
+        ids, mask, tt = encode(self.tok, g["query"], g["texts"])
         t0 = time.perf_counter()
         s = self.sess.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": tt})[0]
         took = time.perf_counter() - t0
